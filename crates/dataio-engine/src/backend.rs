@@ -1,0 +1,258 @@
+//! The storage backend contract and the scheme registry.
+//!
+//! A backend owns one or more URI schemes and implements [`Backend`]. The core
+//! ships the local-file backend; plugins add others, either natively (through
+//! the C ABI in `dataio-abi`, adapted by [`crate::abi_backend`]) or in Python
+//! (adapted by the binding layer). Everything above this module — the IO verbs,
+//! the executor, the format readers — talks to `dyn Backend` only.
+
+use crate::error::{Error, Result};
+use crate::uri::{self, Target};
+use async_trait::async_trait;
+use bytes::Bytes;
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock, RwLock};
+
+/// What a `head` or a listing says about one object.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ObjectMeta {
+    pub uri: String,
+    pub size: u64,
+    /// Seconds since the Unix epoch, when the store reports it.
+    pub mtime: Option<f64>,
+    pub etag: Option<String>,
+    /// A directory (local) or a common prefix (object stores).
+    pub is_dir: bool,
+}
+
+/// Which optional operations a backend supports; the conformance suite skips
+/// exactly what a backend declares it cannot do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capabilities {
+    pub write: bool,
+    pub delete: bool,
+    pub list: bool,
+    pub ranged_read: bool,
+}
+
+impl Capabilities {
+    pub const ALL: Capabilities = Capabilities { write: true, delete: true, list: true, ranged_read: true };
+    pub const READ_ONLY: Capabilities = Capabilities { write: false, delete: false, list: true, ranged_read: true };
+
+    pub fn names(&self) -> Vec<&'static str> {
+        let mut out = vec!["read", "head", "exists"];
+        if self.ranged_read {
+            out.push("ranged_read");
+        }
+        if self.list {
+            out.extend(["list", "glob"]);
+        }
+        if self.write {
+            out.extend(["write", "streaming_write"]);
+        }
+        if self.delete {
+            out.push("delete");
+        }
+        out
+    }
+}
+
+/// The result of a completed write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PutResult {
+    /// A content-derived tag (local: BLAKE3 of the bytes; object stores: their ETag).
+    pub etag: String,
+    pub size: u64,
+}
+
+/// A streaming write in progress. Nothing is visible at the destination until
+/// `commit`; `abort` (or dropping without commit) leaves no trace.
+#[async_trait]
+pub trait ObjectWriter: Send {
+    async fn write(&mut self, data: Bytes) -> Result<()>;
+    async fn commit(self: Box<Self>) -> Result<PutResult>;
+    async fn abort(self: Box<Self>) -> Result<()>;
+}
+
+/// One storage backend. All methods take full URIs (`s3://bucket/key`).
+///
+/// Ranged reads are exact: a range that does not lie wholly inside the object
+/// is an [`Error::OutOfRange`], never a short read.
+#[async_trait]
+pub trait Backend: Send + Sync + 'static {
+    /// A short name for messages and the capability report ("local", "dataio-s3").
+    fn name(&self) -> &str;
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::ALL
+    }
+    async fn head(&self, uri: &str) -> Result<ObjectMeta>;
+    async fn read_range(&self, uri: &str, offset: u64, size: u64) -> Result<Bytes>;
+    async fn read_all(&self, uri: &str) -> Result<Bytes>;
+    /// Fills `dst` from `offset`; returns the bytes written (always `dst.len()`).
+    async fn read_into(&self, uri: &str, offset: u64, dst: &mut [u8]) -> Result<usize> {
+        let bytes = self.read_range(uri, offset, dst.len() as u64).await?;
+        dst[..bytes.len()].copy_from_slice(&bytes);
+        Ok(bytes.len())
+    }
+    async fn put(&self, uri: &str, data: Bytes) -> Result<PutResult> {
+        let mut w = self.open_writer(uri).await?;
+        if let Err(e) = w.write(data).await {
+            let _ = w.abort().await;
+            return Err(e);
+        }
+        w.commit().await
+    }
+    async fn open_writer(&self, uri: &str) -> Result<Box<dyn ObjectWriter>>;
+    /// Lists under `prefix`: direct children (with directories / common
+    /// prefixes marked `is_dir`) or, when `recursive`, every object below.
+    async fn list(&self, prefix: &str, recursive: bool) -> Result<Vec<ObjectMeta>>;
+    async fn exists(&self, uri: &str) -> Result<bool>;
+    async fn delete(&self, uri: &str) -> Result<()>;
+}
+
+/// Called when a URI names a scheme with no backend yet; returns one (the
+/// binding layer loads plugins here) or `None`.
+pub type Resolver = dyn Fn(&str) -> Result<Option<Arc<dyn Backend>>> + Send + Sync;
+
+struct Registry {
+    backends: RwLock<HashMap<String, Arc<dyn Backend>>>,
+    resolver: RwLock<Option<Arc<Resolver>>>,
+}
+
+fn registry() -> &'static Registry {
+    static REG: OnceLock<Registry> = OnceLock::new();
+    REG.get_or_init(|| Registry { backends: RwLock::new(HashMap::new()), resolver: RwLock::new(None) })
+}
+
+/// Registers `backend` for `scheme`, replacing any earlier one. Duplicate
+/// detection between plugins happens in the plugin registry, which knows names.
+pub fn register(scheme: &str, backend: Arc<dyn Backend>) {
+    registry().backends.write().unwrap().insert(scheme.to_ascii_lowercase(), backend);
+}
+
+pub fn unregister(scheme: &str) -> bool {
+    registry().backends.write().unwrap().remove(&scheme.to_ascii_lowercase()).is_some()
+}
+
+pub fn registered_schemes() -> Vec<String> {
+    let mut v: Vec<String> = registry().backends.read().unwrap().keys().cloned().collect();
+    v.sort();
+    v
+}
+
+pub fn set_resolver(resolver: Option<Arc<Resolver>>) {
+    *registry().resolver.write().unwrap() = resolver;
+}
+
+/// The install hint for schemes whose plugin ships with dataio.
+pub fn install_hint(scheme: &str) -> Option<&'static str> {
+    Some(match scheme {
+        "s3" | "r2" | "s3a" => "pip install 'dataio[s3]'",
+        "gs" | "gcs" => "pip install 'dataio[gcs]'",
+        "az" | "abfs" | "abfss" | "azure" => "pip install 'dataio[azure]'",
+        "hf" => "pip install 'dataio[hf]'",
+        _ => return None,
+    })
+}
+
+/// The backend serving `uri`, loading it through the resolver on first use.
+pub fn backend_for(uri: &str) -> Result<(Arc<dyn Backend>, Target)> {
+    let target = uri::parse(uri)?;
+    let scheme = match &target {
+        Target::Local(_) => "file".to_string(),
+        Target::Remote { scheme } => scheme.clone(),
+    };
+    if let Some(b) = registry().backends.read().unwrap().get(&scheme) {
+        return Ok((b.clone(), target));
+    }
+    if scheme == "file" {
+        let local: Arc<dyn Backend> = Arc::new(crate::local::LocalBackend);
+        register("file", local.clone());
+        return Ok((local, target));
+    }
+    let resolver = registry().resolver.read().unwrap().clone();
+    if let Some(resolver) = resolver {
+        if let Some(b) = resolver(&scheme)? {
+            register(&scheme, b.clone());
+            return Ok((b, target));
+        }
+    }
+    Err(Error::UnsupportedScheme { hint: install_hint(&scheme).map(str::to_string), scheme, uri: uri.to_string() })
+}
+
+/// Returns the prefix of a glob pattern that holds no wildcard, cut back to
+/// the last `/`, and whether matching needs a recursive listing.
+pub fn glob_base(pattern: &str) -> (&str, bool) {
+    let first_meta = pattern.find(['*', '?', '[', '{']).unwrap_or(pattern.len());
+    let base_end = pattern[..first_meta].rfind('/').map(|i| i + 1).unwrap_or(0);
+    let rest = &pattern[base_end..];
+    (&pattern[..base_end], rest.contains('/') || rest.contains("**"))
+}
+
+/// Expands a glob (`*` within one path segment, `**` across segments, `?`,
+/// `[..]`, `{a,b}`) against any backend that can list. Sorted.
+pub async fn glob(backend: &dyn Backend, pattern: &str) -> Result<Vec<ObjectMeta>> {
+    let (base, recursive) = glob_base(pattern);
+    if base.len() == pattern.len() {
+        // No wildcard: the pattern names one object.
+        return Ok(match backend.head(pattern).await {
+            Ok(meta) if !meta.is_dir => vec![meta],
+            Ok(_) => vec![],
+            Err(e) if e.kind() == crate::error::ErrorKind::NotFound => vec![],
+            Err(e) => return Err(e),
+        });
+    }
+    let matcher = globset::GlobBuilder::new(pattern)
+        .literal_separator(true)
+        .backslash_escape(true)
+        .build()
+        .map_err(|e| Error::invalid(format!("bad glob pattern {pattern:?}: {e}")))?
+        .compile_matcher();
+    let listing = match backend.list(if base.is_empty() { "." } else { base }, recursive).await {
+        Ok(v) => v,
+        Err(e) if e.kind() == crate::error::ErrorKind::NotFound => return Ok(vec![]),
+        Err(e) => return Err(e),
+    };
+    let mut out: Vec<ObjectMeta> =
+        listing.into_iter().filter(|m| !m.is_dir && matcher.is_match(display_path(base, &m.uri))).collect();
+    out.sort_by(|a, b| a.uri.cmp(&b.uri));
+    Ok(out)
+}
+
+/// Listing a relative base (`""`) yields `./x` paths on some backends; match
+/// them as the user wrote the pattern.
+fn display_path<'a>(base: &str, uri: &'a str) -> &'a str {
+    if base.is_empty() {
+        uri.strip_prefix("./").unwrap_or(uri)
+    } else {
+        uri
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn glob_base_finds_the_static_prefix() {
+        assert_eq!(glob_base("s3://b/x/*.jpg"), ("s3://b/x/", false));
+        assert_eq!(glob_base("s3://b/**/*.st"), ("s3://b/", true));
+        assert_eq!(glob_base("/d/a*/b.txt"), ("/d/", true));
+        assert_eq!(glob_base("*.txt"), ("", false));
+    }
+
+    #[test]
+    fn unknown_scheme_names_the_package_to_install() {
+        let err = match backend_for("s3://bucket/key") {
+            Err(e) => e,
+            Ok(_) => panic!("no s3 backend expected"),
+        };
+        let msg = err.to_string();
+        assert!(msg.contains("pip install 'dataio[s3]'"), "{msg}");
+        let err = match backend_for("weird://x") {
+            Err(e) => e,
+            Ok(_) => panic!(),
+        };
+        assert!(matches!(err, Error::UnsupportedScheme { hint: None, .. }));
+    }
+}
