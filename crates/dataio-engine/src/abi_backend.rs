@@ -115,9 +115,7 @@ fn to_error(code: i32, msg: String, uri: &str) -> Error {
         status::NOT_FOUND => Error::NotFound { uri, detail: msg },
         status::PERMISSION_DENIED => Error::PermissionDenied { uri, detail: msg },
         status::INVALID_ARGUMENT => Error::InvalidArgument(format!("{uri}: {msg}")),
-        status::OUT_OF_RANGE => {
-            Error::Backend { uri, detail: format!("range not satisfiable: {msg}"), transient: false }
-        }
+        status::OUT_OF_RANGE => Error::RangeNotSatisfiable { uri, detail: msg },
         status::TRANSIENT => Error::Backend { uri, detail: msg, transient: true },
         status::UNSUPPORTED => Error::Unsupported { uri, what: msg },
         status::IS_A_DIRECTORY => Error::IsADirectory { uri },

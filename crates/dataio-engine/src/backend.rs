@@ -165,17 +165,19 @@ pub fn backend_for(uri: &str) -> Result<(Arc<dyn Backend>, Target)> {
     if let Some(b) = registry().backends.read().unwrap().get(&scheme) {
         return Ok((b.clone(), target));
     }
-    if scheme == "file" {
-        let local: Arc<dyn Backend> = Arc::new(crate::local::LocalBackend);
-        register("file", local.clone());
-        return Ok((local, target));
-    }
+    // Every scheme, `file` included, is first offered to the resolver (the
+    // plugin registry, where the core's own local backend registers too).
     let resolver = registry().resolver.read().unwrap().clone();
     if let Some(resolver) = resolver {
         if let Some(b) = resolver(&scheme)? {
             register(&scheme, b.clone());
             return Ok((b, target));
         }
+    }
+    if scheme == "file" {
+        let local: Arc<dyn Backend> = Arc::new(crate::local::LocalBackend);
+        register("file", local.clone());
+        return Ok((local, target));
     }
     Err(Error::UnsupportedScheme { hint: install_hint(&scheme).map(str::to_string), scheme, uri: uri.to_string() })
 }

@@ -116,10 +116,15 @@ pub enum Error {
         source: Box<Error>,
     },
 
+    /// The store refused a byte range (a plugin that cannot say the length).
+    #[error("{uri}: byte range not satisfiable: {detail}")]
+    RangeNotSatisfiable { uri: String, detail: String },
+
     /// An error raised by foreign code (a Python backend or op); the binding
-    /// layer stores its own exception object in `payload` and gets it back.
-    #[error("{message}")]
-    Foreign { kind: ErrorKind, message: String, payload: ForeignPayload },
+    /// layer stores its own exception object in `payload` and chains it as
+    /// the cause of the dataio exception it raises.
+    #[error("{}{message}", uri.as_ref().map(|u| format!("{u}: ")).unwrap_or_default())]
+    Foreign { kind: ErrorKind, message: String, uri: Option<String>, payload: ForeignPayload },
 }
 
 fn suffix(detail: &str) -> String {
@@ -151,7 +156,7 @@ impl Error {
             Error::InvalidArgument(_) => ErrorKind::InvalidArgument,
             Error::InvalidUri { .. } => ErrorKind::InvalidUri,
             Error::UnsupportedScheme { .. } => ErrorKind::UnsupportedScheme,
-            Error::OutOfRange { .. } => ErrorKind::OutOfRange,
+            Error::OutOfRange { .. } | Error::RangeNotSatisfiable { .. } => ErrorKind::OutOfRange,
             Error::Corrupt { .. } => ErrorKind::Corrupt,
             Error::Decode { .. } => ErrorKind::Decode,
             Error::Plan(_) => ErrorKind::Plan,
@@ -227,11 +232,13 @@ impl Error {
             | Error::InvalidUri { uri, .. }
             | Error::UnsupportedScheme { uri, .. }
             | Error::OutOfRange { uri, .. }
+            | Error::RangeNotSatisfiable { uri, .. }
             | Error::Corrupt { uri, .. }
             | Error::Io { uri, .. }
             | Error::Backend { uri, .. }
             | Error::Unsupported { uri, .. } => Some(uri),
             Error::Row { context, source } => context.uri.as_deref().or_else(|| source.uri()),
+            Error::Foreign { uri, .. } => uri.as_deref(),
             _ => None,
         }
     }

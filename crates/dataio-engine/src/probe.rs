@@ -65,7 +65,7 @@ pub fn probe_library(name: &str, candidates: &[&str], extra_dirs: &[PathBuf]) ->
             Err(e) => reasons.push(e.to_string()),
         }
     }
-    let reason = reasons.last().cloned().unwrap_or_else(|| "no candidates".into());
+    let reason = reasons.first().cloned().unwrap_or_else(|| "no candidates".into());
     LibraryProbe { name: name.into(), found: false, path: None, version: None, reason: Some(reason) }
 }
 

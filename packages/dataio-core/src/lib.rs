@@ -1,1 +1,43 @@
+//! `dataio._native`: the thin pyo3 layer over `dataio-engine`. It converts
+//! types, releases the GIL around every blocking or heavy call, and nothing
+//! more. The public API is the `dataio` package, which re-exports from here.
 
+mod backends;
+mod buffers;
+mod errors;
+mod io;
+mod report;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", dataio_engine::VERSION)?;
+    m.add("ABI_VERSION", dataio_abi::ABI_VERSION)?;
+    m.add("BACKEND_CAPSULE_NAME", dataio_abi::CAPSULE_NAME.to_str().unwrap_or_default())?;
+    m.add_class::<io::ObjectMeta>()?;
+    m.add_class::<io::Reader>()?;
+    m.add_class::<io::Writer>()?;
+    m.add_class::<backends::NativeBackend>()?;
+    m.add_function(wrap_pyfunction!(io::head, m)?)?;
+    m.add_function(wrap_pyfunction!(io::read, m)?)?;
+    m.add_function(wrap_pyfunction!(io::fetch_into, m)?)?;
+    m.add_function(wrap_pyfunction!(io::write, m)?)?;
+    m.add_function(wrap_pyfunction!(io::exists, m)?)?;
+    m.add_function(wrap_pyfunction!(io::delete, m)?)?;
+    m.add_function(wrap_pyfunction!(io::ls, m)?)?;
+    m.add_function(wrap_pyfunction!(io::glob, m)?)?;
+    m.add_function(wrap_pyfunction!(io::reader, m)?)?;
+    m.add_function(wrap_pyfunction!(io::writer, m)?)?;
+    m.add_function(wrap_pyfunction!(backends::local_backend, m)?)?;
+    m.add_function(wrap_pyfunction!(backends::_abi_memory_backend, m)?)?;
+    m.add_function(wrap_pyfunction!(backends::register_backend, m)?)?;
+    m.add_function(wrap_pyfunction!(backends::unregister_backend, m)?)?;
+    m.add_function(wrap_pyfunction!(backends::registered_schemes, m)?)?;
+    m.add_function(wrap_pyfunction!(backends::set_scheme_resolver, m)?)?;
+    m.add_function(wrap_pyfunction!(backends::backend_info, m)?)?;
+    m.add_function(wrap_pyfunction!(report::cpu_features, m)?)?;
+    m.add_function(wrap_pyfunction!(report::pool_info, m)?)?;
+    m.add_function(wrap_pyfunction!(report::probe_libraries, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,109 @@
+"""Task runner for the dataio monorepo.
+
+Packages are discovered, not listed: every ``packages/*/pyproject.toml`` is a
+package, ``packages/dataio-core`` is the native core, and test-only plugin
+packages live under ``packages/dataio-core/tests/plugins/``.
+
+    python3 -m nox -s demo        # the training-style demo
+    python3 -m nox -s tests       # cargo tests + pytest of every package
+    python3 -m nox -s tests -- packages/dataio-s3   # one package
+    python3 -m nox -s lint typecheck bench
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import nox
+
+nox.options.default_venv_backend = "uv"
+nox.options.reuse_venv = "yes"
+nox.options.sessions = ["tests"]
+
+ROOT = Path(__file__).parent
+CORE = ROOT / "packages" / "dataio-core"
+PACKAGES = sorted(p.parent for p in ROOT.glob("packages/*/pyproject.toml"))
+PLUGINS = [p for p in PACKAGES if p != CORE]
+TEST_PLUGINS = sorted(p.parent for p in CORE.glob("tests/plugins/*/pyproject.toml"))
+CARGO_PROFILE = "ci"
+PYTHON = "3.11"
+
+# Debian packages the build and the tests need: nasm builds libjpeg-turbo's
+# SIMD code.
+SYSTEM_PACKAGES = {"nasm": "nasm"}
+
+
+def ensure_system_packages(session: nox.Session) -> None:
+    missing = [pkg for tool, pkg in SYSTEM_PACKAGES.items() if shutil.which(tool) is None]
+    if not missing:
+        return
+    apt = shutil.which("apt-get")
+    if apt is None:
+        session.error(f"install these system packages first: {' '.join(missing)}")
+    sudo = [] if os.geteuid() == 0 else ["sudo"]
+    session.log(f"installing system packages: {' '.join(missing)}")
+    subprocess.run([*sudo, apt, "update", "-qq"], check=False)
+    subprocess.run([*sudo, apt, "install", "-y", "-qq", *missing], check=True, env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+
+
+def install_dataio(session: nox.Session, group: str) -> None:
+    """The tool group, the core built in place by maturin, then every plugin."""
+    ensure_system_packages(session)
+    session.install("--group", f"{CORE / 'pyproject.toml'}:{group}")
+    session.run(
+        "maturin", "develop", "--uv", "--profile", CARGO_PROFILE, "-m", str(CORE / "Cargo.toml"),
+        env={"CARGO_TARGET_DIR": str(ROOT / "target")},
+    )
+    editable = [arg for pkg in PLUGINS + TEST_PLUGINS for arg in ("-e", str(pkg))]
+    session.install(*editable)
+
+
+@nox.session(python=PYTHON)
+def demo(session: nox.Session) -> None:
+    """The main job: a training-style loop over the pipeline on an embedded dataset."""
+    install_dataio(session, "demo")
+    session.run("python", "-m", "dataio.demo", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def tests(session: nox.Session) -> None:
+    """Rust tests of the engine, then pytest for every package."""
+    install_dataio(session, "test")
+    if not session.posargs:
+        session.run(
+            "cargo", "test", "--workspace", "--exclude", "dataio-python", "--profile", CARGO_PROFILE, "--quiet",
+            external=True,
+        )
+    targets = [Path(p) for p in session.posargs] or PACKAGES
+    for pkg in targets:
+        tests_dir = (ROOT / pkg / "tests") if (ROOT / pkg / "tests").is_dir() else ROOT / pkg
+        session.run("python", "-m", "pytest", str(tests_dir), "-q", "--timeout=600", "-p", "no:cacheprovider")
+    if not session.posargs:
+        session.run("python", "-m", "pytest", str(ROOT / "examples"), str(ROOT / "docs"), "-q", "--timeout=600", "-p", "no:cacheprovider", success_codes=[0, 5])
+
+
+@nox.session(python=PYTHON)
+def lint(session: nox.Session) -> None:
+    """ruff on Python, rustfmt and clippy on Rust."""
+    session.install("ruff>=0.6")
+    session.run("ruff", "check", str(ROOT))
+    session.run("cargo", "fmt", "--all", "--check", external=True)
+    session.run("cargo", "clippy", "--workspace", "--profile", CARGO_PROFILE, "--", "-D", "warnings", external=True)
+
+
+@nox.session(python=PYTHON)
+def typecheck(session: nox.Session) -> None:
+    """mypy on the packages, and stubtest keeps the native stubs honest."""
+    install_dataio(session, "lint")
+    session.run("mypy", str(CORE / "python" / "dataio"))
+    session.run("python", "-m", "mypy.stubtest", "dataio._native", "--ignore-missing-stub")
+
+
+@nox.session(python=PYTHON)
+def bench(session: nox.Session) -> None:
+    """The cross-framework benchmark matrix (writes bench-out/)."""
+    install_dataio(session, "bench")
+    session.run("python", "-m", "dataio.bench", *session.posargs)

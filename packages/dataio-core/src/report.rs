@@ -1,0 +1,37 @@
+//! Facts for the capability report (`python -m dataio`).
+
+use dataio_engine::{pools, probe};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use std::path::PathBuf;
+
+#[pyfunction]
+pub fn cpu_features() -> Vec<&'static str> {
+    probe::cpu_features()
+}
+
+/// (cpu_threads, io_threads, started)
+#[pyfunction]
+pub fn pool_info() -> (usize, usize, bool) {
+    let (cpu, io) = pools::configured_sizes();
+    (cpu, io, pools::started())
+}
+
+/// dlopen probes for CUDA, nvJPEG, cuFile and libfabric.
+#[pyfunction]
+#[pyo3(signature = (extra_dirs=Vec::new()))]
+pub fn probe_libraries(py: Python<'_>, extra_dirs: Vec<PathBuf>) -> PyResult<Vec<Bound<'_, PyDict>>> {
+    let found = py.detach(|| probe::probe_all(&extra_dirs));
+    found
+        .into_iter()
+        .map(|p| {
+            let d = PyDict::new(py);
+            d.set_item("name", p.name)?;
+            d.set_item("found", p.found)?;
+            d.set_item("path", p.path)?;
+            d.set_item("version", p.version)?;
+            d.set_item("reason", p.reason)?;
+            Ok(d)
+        })
+        .collect()
+}

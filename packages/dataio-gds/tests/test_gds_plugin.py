@@ -1,0 +1,22 @@
+"""dataio-gds registers itself and says honestly what it can do."""
+
+from __future__ import annotations
+
+import importlib.metadata
+
+import pytest
+
+import dataio
+from dataio.plugins import list_plugins
+
+
+def test_registered_through_the_entry_point() -> None:
+    names = {p.name: p for p in list_plugins()}
+    info = names["gds"]
+    assert info.status == "loaded" and info.package == "dataio-gds"
+    assert info.version == importlib.metadata.version("dataio-gds")
+
+
+def test_reports_an_honest_status() -> None:
+    rows = [p for p in dataio.capabilities.report()["plugins"] if p["name"] == "dataio-gds"]
+    assert rows and rows[0]["status"] == "not implemented yet"
