@@ -81,8 +81,10 @@ def tests(session: nox.Session) -> None:
     for pkg in targets:
         tests_dir = (ROOT / pkg / "tests") if (ROOT / pkg / "tests").is_dir() else ROOT / pkg
         session.run("python", "-m", "pytest", str(tests_dir), "-q", "--timeout=600", "-p", "no:cacheprovider")
-    if not session.posargs:
-        session.run("python", "-m", "pytest", str(ROOT / "examples"), str(ROOT / "docs"), "-q", "--timeout=600", "-p", "no:cacheprovider", success_codes=[0, 5])
+    # Repository-level tests: examples run on data they make, docs match the code.
+    repo_tests = ROOT / "tests"
+    if not session.posargs and repo_tests.is_dir():
+        session.run("python", "-m", "pytest", str(repo_tests), "-q", "--timeout=600", "-p", "no:cacheprovider")
 
 
 @nox.session(python=PYTHON)
