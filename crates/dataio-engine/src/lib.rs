@@ -8,10 +8,17 @@
 pub mod abi_backend;
 pub mod archive;
 pub mod backend;
+pub mod batch_ops;
 pub mod error;
+pub mod exec;
+pub mod formats;
+pub mod image;
 pub mod local;
+pub mod plan;
 pub mod pools;
 pub mod probe;
+pub mod rng;
+pub mod tensor;
 pub mod testing;
 pub mod uri;
 

@@ -103,8 +103,12 @@ pub fn block_on<F: std::future::Future>(fut: F) -> F::Output {
 mod tests {
     use super::*;
 
+    /// The two tests both touch the process-wide generation; run them one at a time.
+    static SERIAL: Mutex<()> = Mutex::new(());
+
     #[test]
     fn pools_are_shared_and_run_work() {
+        let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
         let a = get();
         let b = get();
         assert!(Arc::ptr_eq(&a, &b));
@@ -119,6 +123,7 @@ mod tests {
 
     #[test]
     fn a_fork_generation_change_rebuilds_the_pools() {
+        let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
         let before = get();
         after_fork_in_child();
         let after = get();

@@ -1,0 +1,14 @@
+//! The pipeline executor: records in, batches out.
+
+pub mod batch;
+pub mod loader;
+pub mod record;
+pub mod schedule;
+pub mod slot;
+pub mod source;
+
+pub use batch::{Batch, SlotValue};
+pub use loader::{Loader, Next, Options, Stats};
+pub use record::{Record, Value};
+pub use schedule::Shard;
+pub use source::{RecordSource, VecSource};

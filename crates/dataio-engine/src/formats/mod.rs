@@ -1,0 +1,4 @@
+//! Sample formats the pipeline decodes: `.npy` payloads and safetensors files.
+
+pub mod npy;
+pub mod safetensors;

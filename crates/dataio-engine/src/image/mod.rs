@@ -1,0 +1,139 @@
+//! Image decoding and the fused image program.
+//!
+//! A slot chain like `decode_image → resize_short → center_crop → normalize`
+//! runs as one pass per sample: the header is read, the geometry ops are
+//! composed into a single source window and output size ([`geometry`]),
+//! the JPEG decoder is told how small it may decode (DCT scaling) and which
+//! region it needs ([`jpeg`]), the window is resampled once, and one final
+//! loop applies flips, normalization, layout and dtype while writing straight
+//! into the batch buffer ([`finish`]).
+
+pub mod finish;
+pub mod geometry;
+pub mod jpeg;
+
+use crate::error::{Error, Result};
+use crate::plan::ImageMode;
+
+/// Decoded pixels, HWC interleaved uint8.
+#[derive(Debug, Clone)]
+pub struct Pixels {
+    pub width: u32,
+    pub height: u32,
+    pub channels: u32,
+    pub data: Vec<u8>,
+}
+
+impl Pixels {
+    pub fn row_bytes(&self) -> usize {
+        self.width as usize * self.channels as usize
+    }
+}
+
+pub fn jpeg_mode(mode: ImageMode) -> jpeg::Mode {
+    match mode {
+        ImageMode::Rgb => jpeg::Mode::Rgb,
+        ImageMode::Gray => jpeg::Mode::Gray,
+        ImageMode::Rgba => jpeg::Mode::Rgba,
+    }
+}
+
+/// Pillow's luma weights (ITU-R 601-2), so gray output matches `convert("L")`.
+#[inline]
+pub fn luma(r: u8, g: u8, b: u8) -> u8 {
+    ((r as u32 * 19595 + g as u32 * 38470 + b as u32 * 7471 + 0x8000) >> 16) as u8
+}
+
+/// Decodes a non-JPEG image (PNG, WebP, GIF, BMP, TIFF, ...) through the
+/// `image` crate, with size limits; returns pixels and the EXIF orientation.
+pub fn decode_other(data: &[u8], mode: ImageMode, max_pixels: u64) -> Result<(Pixels, u8)> {
+    use image::ImageDecoder;
+    let bad = |e: &dyn std::fmt::Display| Error::decode("decode_image", e);
+    if data.is_empty() {
+        return Err(Error::decode("decode_image", "empty input (0 bytes)"));
+    }
+    let mut reader = image::ImageReader::new(std::io::Cursor::new(data)).with_guessed_format().map_err(|e| bad(&e))?;
+    if reader.format().is_none() {
+        let head: Vec<String> = data.iter().take(8).map(|b| format!("{b:02x}")).collect();
+        return Err(Error::decode("decode_image", format!("not a recognized image format (first bytes: {})", head.join(" "))));
+    }
+    let mut limits = image::Limits::default();
+    limits.max_alloc = Some(max_pixels.saturating_mul(16));
+    reader.limits(limits);
+    let mut decoder = reader.into_decoder().map_err(|e| bad(&e))?;
+    let (w, h) = decoder.dimensions();
+    if w as u64 * h as u64 > max_pixels {
+        return Err(Error::decode("decode_image", format!("{w}x{h} image is above the limit of {max_pixels} pixels (decompression bomb?)")));
+    }
+    let orientation = decoder.orientation().map(|o| o.to_exif()).unwrap_or(1);
+    let img = image::DynamicImage::from_decoder(decoder).map_err(|e| bad(&e))?;
+    let (channels, data) = match mode {
+        ImageMode::Rgb => (3, img.to_rgb8().into_raw()),
+        ImageMode::Rgba => (4, img.to_rgba8().into_raw()),
+        ImageMode::Gray => {
+            if matches!(img, image::DynamicImage::ImageLuma8(_)) {
+                (1, img.into_luma8().into_raw())
+            } else {
+                let rgb = img.to_rgb8();
+                (1, rgb.pixels().map(|p| luma(p[0], p[1], p[2])).collect())
+            }
+        }
+    };
+    Ok((Pixels { width: w, height: h, channels, data }, orientation))
+}
+
+/// Applies an EXIF orientation (2..=8) to HWC pixels.
+pub fn orient(p: Pixels, orientation: u8) -> Pixels {
+    if orientation <= 1 || orientation > 8 {
+        return p;
+    }
+    let (w, h, c) = (p.width as usize, p.height as usize, p.channels as usize);
+    let transposed = orientation >= 5;
+    let (ow, oh) = if transposed { (h, w) } else { (w, h) };
+    let mut out = vec![0u8; p.data.len()];
+    for oy in 0..oh {
+        for ox in 0..ow {
+            // Source coordinates of output pixel (ox, oy), per the EXIF table.
+            let (sx, sy) = match orientation {
+                2 => (w - 1 - ox, oy),
+                3 => (w - 1 - ox, h - 1 - oy),
+                4 => (ox, h - 1 - oy),
+                5 => (oy, ox),
+                6 => (oy, h - 1 - ox),
+                7 => (w - 1 - oy, h - 1 - ox),
+                8 => (w - 1 - oy, ox),
+                _ => unreachable!(),
+            };
+            let s = (sy * w + sx) * c;
+            let d = (oy * ow + ox) * c;
+            out[d..d + c].copy_from_slice(&p.data[s..s + c]);
+        }
+    }
+    Pixels { width: ow as u32, height: oh as u32, channels: p.channels, data: out }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn orientation_six_rotates_clockwise() {
+        // 2x1 image: [A B] -> rotated 90° clockwise -> column [A; B]
+        let p = Pixels { width: 2, height: 1, channels: 1, data: vec![1, 2] };
+        let o = orient(p, 6);
+        assert_eq!((o.width, o.height), (1, 2));
+        assert_eq!(o.data, vec![1, 2]);
+        let p = Pixels { width: 2, height: 1, channels: 1, data: vec![1, 2] };
+        let o = orient(p, 8);
+        assert_eq!(o.data, vec![2, 1]);
+        let p = Pixels { width: 2, height: 1, channels: 1, data: vec![1, 2] };
+        assert_eq!(orient(p, 2).data, vec![2, 1]);
+    }
+
+    #[test]
+    fn garbage_is_a_decode_error_naming_the_bytes() {
+        let e = decode_other(b"not an image at all", ImageMode::Rgb, 1 << 30).unwrap_err();
+        assert!(e.to_string().contains("not a recognized image format"), "{e}");
+        assert!(decode_other(b"", ImageMode::Rgb, 1 << 30).unwrap_err().to_string().contains("empty"));
+    }
+}
