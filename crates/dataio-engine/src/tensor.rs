@@ -5,7 +5,27 @@
 use crate::error::{Error, Result};
 use std::alloc::{alloc, alloc_zeroed, dealloc, Layout};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
+
+static LIVE_COUNT: AtomicU64 = AtomicU64::new(0);
+static LIVE_BYTES: AtomicU64 = AtomicU64::new(0);
+
+/// (buffers, bytes) handed out and not yet dropped; idle pooled buffers do
+/// not count. For leak tests and the loader's stats.
+pub fn live() -> (u64, u64) {
+    (LIVE_COUNT.load(Ordering::Relaxed), LIVE_BYTES.load(Ordering::Relaxed))
+}
+
+fn track(len: usize, delta: i64) {
+    if delta > 0 {
+        LIVE_COUNT.fetch_add(1, Ordering::Relaxed);
+        LIVE_BYTES.fetch_add(len as u64, Ordering::Relaxed);
+    } else {
+        LIVE_COUNT.fetch_sub(1, Ordering::Relaxed);
+        LIVE_BYTES.fetch_sub(len as u64, Ordering::Relaxed);
+    }
+}
 
 /// Element types, with the names numpy and torch use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -106,6 +126,7 @@ impl AlignedBuf {
         if ptr.is_null() {
             std::alloc::handle_alloc_error(layout);
         }
+        track(len, 1);
         AlignedBuf { ptr, len, pool: None }
     }
 
@@ -151,6 +172,7 @@ impl AlignedBuf {
 
 impl Drop for AlignedBuf {
     fn drop(&mut self) {
+        track(self.len, -1);
         if let Some(class) = self.pool {
             if pool().give_back(class, self.ptr, self.len) {
                 return;
@@ -196,7 +218,10 @@ pub fn pooled(len: usize) -> AlignedBuf {
         return AlignedBuf::new(len, false);
     }
     match pool().take(len) {
-        Some(ptr) => AlignedBuf { ptr, len, pool: Some(len) },
+        Some(ptr) => {
+            track(len, 1);
+            AlignedBuf { ptr, len, pool: Some(len) }
+        }
         None => {
             let mut b = AlignedBuf::new(len, false);
             b.pool = Some(len);

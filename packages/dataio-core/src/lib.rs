@@ -4,9 +4,12 @@
 
 mod backends;
 mod buffers;
+mod dlpack;
 mod errors;
 mod io;
+mod loader;
 mod report;
+mod source;
 
 use pyo3::prelude::*;
 
@@ -19,6 +22,12 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<io::Reader>()?;
     m.add_class::<io::Writer>()?;
     m.add_class::<backends::NativeBackend>()?;
+    m.add_class::<dlpack::PyTensor>()?;
+    m.add_class::<loader::CompiledPlan>()?;
+    m.add_class::<loader::RawBatch>()?;
+    m.add_class::<loader::NativeLoader>()?;
+    m.add_function(wrap_pyfunction!(loader::compile_plan, m)?)?;
+    m.add_function(wrap_pyfunction!(dlpack::live_buffers, m)?)?;
     m.add_function(wrap_pyfunction!(io::head, m)?)?;
     m.add_function(wrap_pyfunction!(io::read, m)?)?;
     m.add_function(wrap_pyfunction!(io::fetch_into, m)?)?;

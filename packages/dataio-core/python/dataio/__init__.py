@@ -12,8 +12,12 @@ from . import errors
 from ._native import __version__
 from ._plugins import install_resolver as _install_resolver
 from .config import configure_credentials, configure_endpoint
-from . import capabilities, plugins
+from . import capabilities, cond, plugins, transforms
 from .errors import DataioError
+from .gds import gds_available, gds_info
+from .loader import Batch, Loader, from_sampler
+from .pipeline import Pipeline, batch, collate, group_by, map, pipeline, slot
+from .transforms import col
 from .hookspecs import hookimpl
 from .io import (
     ObjectMeta,
@@ -40,6 +44,22 @@ __all__ = [
     "hookimpl",
     "plugins",
     "capabilities",
+    # pipelines
+    "pipeline",
+    "Pipeline",
+    "slot",
+    "map",
+    "batch",
+    "collate",
+    "group_by",
+    "col",
+    "cond",
+    "transforms",
+    "from_sampler",
+    "Batch",
+    "Loader",
+    "gds_available",
+    "gds_info",
     # IO
     "ObjectMeta",
     "Reader",

@@ -1,0 +1,37 @@
+//! Times the JPEG path stage by stage on a folder of JPEGs (a dev aid).
+use dataio_engine::image::jpeg;
+use std::time::Instant;
+
+fn main() {
+    let dir = std::env::args().nth(1).expect("folder");
+    let mut files: Vec<Vec<u8>> = std::fs::read_dir(dir).unwrap().map(|e| std::fs::read(e.unwrap().path()).unwrap()).collect();
+    files.truncate(200);
+    for denom in [1u32, 2, 4] {
+        let t0 = Instant::now();
+        for f in &files {
+            let _ = jpeg::decode(f, jpeg::Mode::Rgb, 1 << 30, |_| Ok(jpeg::DecodePlan { scale_denom: denom, roi: None })).unwrap();
+        }
+        println!("denom {denom}: {:.0}/s", files.len() as f64 / t0.elapsed().as_secs_f64());
+    }
+    use dataio_engine::exec::slot::{run_slot, Dest, SampleKey, SlotInput};
+    for (label, ops) in [
+        ("decode", r#"{"op":"decode_image"}"#),
+        ("+resize_short", r#"{"op":"decode_image"},{"op":"resize_short","params":{"size":256}}"#),
+        ("+resize_short nodct", r#"{"op":"decode_image","params":{"dct_scaling":false}},{"op":"resize_short","params":{"size":256}}"#),
+        ("+crop", r#"{"op":"decode_image"},{"op":"resize_short","params":{"size":256}},{"op":"center_crop","params":{"h":224,"w":224}}"#),
+        ("+normalize", r#"{"op":"decode_image"},{"op":"resize_short","params":{"size":256}},{"op":"center_crop","params":{"h":224,"w":224}},{"op":"normalize"}"#),
+    ] {
+        let plan = dataio_engine::plan::compile(&format!(r#"{{"version":1,"slots":[{{"name":"image","ops":[{ops}]}}],"shape":{{"kind":"batch","size":1}}}}"#)).unwrap();
+        let slot = &plan.slots[0];
+        let rec = dataio_engine::exec::Record::default();
+        let t0 = Instant::now();
+        for f in &files {
+            let key = SampleKey { seed: 0, epoch: 0, index: 0, slot: 0 };
+            run_slot(slot, SlotInput::Data(bytes::Bytes::copy_from_slice(f)), &rec, key, None, Dest { row: None, expect_shape: None }).unwrap();
+        }
+        println!("{label}: {:.0}/s", files.len() as f64 / t0.elapsed().as_secs_f64());
+    }
+}
+
+#[allow(dead_code)]
+fn unused() {}

@@ -1,0 +1,70 @@
+"""Device placement and GPUDirect Storage status.
+
+The GPU paths live in the ``dataio-gds`` plugin; this module reports what is
+available and refuses device requests clearly where CUDA is absent.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import InvalidArgumentError, UnsupportedOperationError
+
+__all__ = ["gds_available", "gds_info", "require_cuda", "to_device"]
+
+
+def _cuda_reason() -> str | None:
+    try:
+        import torch
+    except ImportError:
+        return "torch is not installed (pip install 'dataio[torch]')"
+    if not torch.cuda.is_available():
+        return f"torch {torch.__version__} sees no CUDA device on this host"
+    return None
+
+
+def require_cuda(device: str) -> str:
+    if not isinstance(device, str) or not device.startswith("cuda"):
+        raise InvalidArgumentError(f"device must be 'cpu' or 'cuda[:N]', got {device!r}")
+    reason = _cuda_reason()
+    if reason is not None:
+        raise UnsupportedOperationError(f"device={device!r} needs CUDA, but {reason}")
+    return device
+
+
+def to_device(slots: dict[str, Any], device: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in slots.items():
+        if isinstance(v, list):
+            out[k] = [None if t is None else t.pin_memory().to(device, non_blocking=True) for t in v]
+        else:
+            out[k] = v.pin_memory().to(device, non_blocking=True)
+    return out
+
+
+def gds_info() -> dict[str, Any]:
+    """What GPUDirect Storage needs and what this host has."""
+    from . import _native
+    from .capabilities import nvidia_library_dirs
+
+    libs = {lib["name"]: lib for lib in _native.probe_libraries(nvidia_library_dirs())}
+    cufile, driver = libs.get("cufile", {}), libs.get("cuda-driver", {})
+    reasons = []
+    if not driver.get("found"):
+        reasons.append(f"no CUDA driver ({driver.get('reason')})")
+    if not cufile.get("found"):
+        reasons.append(f"no cuFile library ({cufile.get('reason')}); pip install nvidia-cufile-cu12")
+    cuda = _cuda_reason()
+    if cuda is not None:
+        reasons.append(cuda)
+    return {
+        "available": not reasons,
+        "reason": "; ".join(reasons) if reasons else None,
+        "cufile": cufile,
+        "cuda_driver": driver,
+        "path": "gds" if not reasons else None,
+    }
+
+
+def gds_available() -> bool:
+    return bool(gds_info()["available"])

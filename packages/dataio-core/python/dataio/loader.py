@@ -1,0 +1,463 @@
+"""The loader: what ``pipe.bind(records).run(...)`` returns.
+
+A context manager and an iterator of :class:`Batch`. Iterating it again
+starts the next epoch (or the epoch ``set_epoch`` chose). ``state_dict()``
+and ``load_state_dict()`` checkpoint and resume it exactly.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
+
+from . import _native
+from .errors import CheckpointError, InvalidArgumentError, RowError
+from .pipeline import COLLATE_KEY, BoundPipeline
+
+__all__ = ["Loader", "Batch"]
+
+row_logger = logging.getLogger("dataio.rows")
+
+_F8 = {"float8_e4m3fn", "float8_e5m2"}
+
+
+class Batch:
+    """One batch: slot name → tensor (``batch["image"]``), plus the rows' identity.
+
+    * ``keys`` — record keys (the ``key`` field, or the record index), one per row;
+    * ``indices`` — each row's index in the record source;
+    * ``errors`` — :class:`dataio.errors.RowError` for every row skipped
+      (``on_failure="skip"``), each naming key, slot, op and URI;
+    * ``context`` — what ``run(context=fn)`` computed per row, aligned with ``keys``.
+
+    Fixed-shape slots are one tensor with the rows first; variable-shape
+    slots are a list with one entry per row (``None`` where an optional slot
+    was inactive).
+    """
+
+    __slots__ = ("_slots", "keys", "indices", "errors", "context")
+
+    def __init__(self, slots: dict[str, Any], keys: list[str], indices: list[int], errors: list[RowError], context: list[Any] | None = None) -> None:
+        self._slots = slots
+        self.keys = keys
+        self.indices = indices
+        self.errors = errors
+        self.context = context
+
+    def __getitem__(self, name: str) -> Any:
+        try:
+            return self._slots[name]
+        except KeyError:
+            raise KeyError(f"no slot {name!r} in this batch (slots: {', '.join(self._slots)})") from None
+
+    def __setitem__(self, name: str, value: Any) -> None:
+        self._slots[name] = value
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._slots
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._slots)
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self._slots.get(name, default)
+
+    def items(self) -> Iterable[tuple[str, Any]]:
+        return self._slots.items()
+
+    @property
+    def slots(self) -> dict[str, Any]:
+        return self._slots
+
+    def __repr__(self) -> str:
+        def desc(v: Any) -> str:
+            shape = getattr(v, "shape", None)
+            if shape is not None:
+                return f"{getattr(v, 'dtype', '?')}{list(shape)}"
+            if isinstance(v, list):
+                return f"list[{len(v)}]"
+            return type(v).__name__
+
+        body = ", ".join(f"{k}: {desc(v)}" for k, v in self._slots.items())
+        errs = f", {len(self.errors)} skipped" if self.errors else ""
+        return f"<dataio.Batch of {len(self)}: {body}{errs}>"
+
+
+def _converter(output: str) -> Callable[[Any], Any]:
+    if output == "torch":
+        import torch
+
+        f8 = {"float8_e4m3fn": torch.float8_e4m3fn, "float8_e5m2": torch.float8_e5m2}
+
+        def to_torch(t: Any) -> Any:
+            out = torch.from_dlpack(t)
+            if t.dtype in _F8:
+                out = out.view(f8[t.dtype])
+            return out
+
+        return to_torch
+    if output == "numpy":
+        import numpy as np
+
+        def to_numpy(t: Any) -> Any:
+            if t.dtype in _F8 or t.dtype == "bfloat16":
+                return np.frombuffer(t, dtype=np.uint8 if t.dtype in _F8 else np.uint16).reshape(t.shape)
+            return np.from_dlpack(t)
+
+        return to_numpy
+    if output == "native":
+        return lambda t: t
+    raise InvalidArgumentError(f"output must be 'torch', 'numpy' or 'native', got {output!r}")
+
+
+def _auto_concurrency() -> int:
+    cpu, _, _ = _native.pool_info()
+    return max(8, min(64, 4 * cpu))
+
+
+class _Collated:
+    """Flattens a source whose items are lists of records (collate())."""
+
+    def __init__(self, source: Iterable[Any]) -> None:
+        self.source = source
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for i, group in enumerate(self.source):
+            for rec in group:
+                row = dict(rec)
+                row[COLLATE_KEY] = i
+                yield row
+
+
+def _is_sequence(records: Any) -> bool:
+    return isinstance(records, Sequence) and not isinstance(records, (str, bytes)) or (
+        hasattr(records, "__len__") and hasattr(records, "__getitem__") and not isinstance(records, (dict, str, bytes))
+    )
+
+
+class Loader:
+    """Iterates batches of a bound pipeline. Options:
+
+    * ``concurrency`` — records in flight (``"auto"``: 4 per CPU thread, 8..64);
+      raise it for remote or high-latency sources.
+    * ``order`` — ``"submit"`` (batches in schedule order) or ``"completion"``.
+    * ``on_failure`` — ``"raise"`` (a typed :class:`~dataio.errors.RowError` at
+      the batch holding the bad row) or ``"skip"`` (the row lands on
+      ``batch.errors`` and the run goes on).
+    * ``log_errors`` — ``True`` logs skipped rows on the ``dataio.rows``
+      logger; a callable receives each :class:`~dataio.errors.RowError`.
+    * ``seed`` — shuffles each epoch with a keyed permutation and keys the
+      random ops; ``None`` keeps the source order.
+    * ``shard`` — ``{"id": rank, "of": world_size, "pad": bool}``.
+    * ``context`` — ``fn(record)`` per record, surfaced as ``batch.context``.
+    * ``epoch`` — the first epoch (default 0).
+    """
+
+    def __init__(
+        self,
+        bound: BoundPipeline,
+        output: str = "torch",
+        *,
+        concurrency: int | str = "auto",
+        order: str = "submit",
+        on_failure: str = "raise",
+        log_errors: bool | Callable[[RowError], Any] = False,
+        seed: int | None = None,
+        shard: dict[str, Any] | None = None,
+        context: Callable[[Any], Any] | None = None,
+        device: str | None = None,
+        epoch: int = 0,
+    ) -> None:
+        self._pipe = bound.pipeline
+        self._records = bound.records
+        if self._pipe.shape.kind == "collate":
+            self._records = _Collated(self._records)
+        self._convert = _converter(output)
+        self._output = output
+        if concurrency == "auto":
+            concurrency = _auto_concurrency()
+        if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
+            raise InvalidArgumentError(f"concurrency must be a positive integer or 'auto', got {concurrency!r}")
+        if order not in ("submit", "completion"):
+            raise InvalidArgumentError(f"order must be 'submit' or 'completion', got {order!r}")
+        if on_failure not in ("raise", "skip"):
+            raise InvalidArgumentError(f"on_failure must be 'raise' or 'skip', got {on_failure!r}")
+        if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or seed < 0):
+            raise InvalidArgumentError(f"seed must be a non-negative integer or None, got {seed!r}")
+        if log_errors is not True and log_errors is not False and not callable(log_errors):
+            raise InvalidArgumentError("log_errors must be True, False or a callable")
+        if context is not None and not callable(context):
+            raise InvalidArgumentError("context must be a callable taking a record")
+        self._shard = self._check_shard(shard)
+        self._device = self._check_device(device)
+        self._concurrency = concurrency
+        self._order = order
+        self._skip = on_failure == "skip"
+        self._log = log_errors
+        self._seed = seed
+        self._context = context
+        self._epoch = int(epoch)
+        self._position = 0
+        self._native: _native.NativeLoader | None = None
+        self._last_stats: dict[str, Any] = {}
+        self._closed = False
+        self._iterating = False
+        self._start()
+
+    # -- arguments ----------------------------------------------------------
+
+    @staticmethod
+    def _check_shard(shard: dict[str, Any] | None) -> dict[str, Any]:
+        if shard is None:
+            return {"id": 0, "of": 1, "pad": False}
+        if not isinstance(shard, dict):
+            raise InvalidArgumentError("shard must be a dict like {'id': rank, 'of': world_size, 'pad': True}")
+        unknown = set(shard) - {"id", "of", "pad"}
+        if unknown:
+            raise InvalidArgumentError(f"shard has unknown keys {sorted(unknown)}; use 'id', 'of', 'pad'")
+        sid, of = shard.get("id", 0), shard.get("of", 1)
+        for name, v in (("id", sid), ("of", of)):
+            if not isinstance(v, int) or isinstance(v, bool):
+                raise InvalidArgumentError(f"shard {name} must be an integer, got {v!r}")
+        if of < 1:
+            raise InvalidArgumentError(f"shard 'of' (world size) must be >= 1, got {of}")
+        if not 0 <= sid < of:
+            raise InvalidArgumentError(f"shard id {sid} is out of range for a world of {of} (0..{of - 1})")
+        return {"id": sid, "of": of, "pad": bool(shard.get("pad", False))}
+
+    @staticmethod
+    def _check_device(device: str | None) -> str | None:
+        if device is None or device == "cpu":
+            return None
+        from .gds import require_cuda
+
+        return require_cuda(device)
+
+    # -- lifecycle ----------------------------------------------------------
+
+    def _prepare(self) -> Callable[[Any], Any] | None:
+        maps = [m.fn for m in self._pipe.record_maps]
+        if not maps:
+            return None
+
+        def prepare(record: Any) -> Any:
+            for fn in maps:
+                record = fn(record)
+            return record
+
+        return prepare
+
+    def _plugin_ops(self) -> Callable[..., Any] | None:
+        if not self._pipe.to_json()["external_ops"]:
+            return None
+        from ._opcall import call_plugin_op
+
+        return call_plugin_op
+
+    def _start(self) -> None:
+        sized = _is_sequence(self._records)
+        self._native = _native.NativeLoader(
+            self._pipe.compiled(),
+            self._records,
+            sized=sized,
+            prepare=self._prepare(),
+            context=self._context,
+            ops=self._plugin_ops(),
+            concurrency=self._concurrency,
+            completion_order=self._order == "completion",
+            skip_errors=self._skip,
+            seed=self._seed,
+            epoch=self._epoch,
+            shard_id=self._shard["id"],
+            shard_of=self._shard["of"],
+            pad=self._shard["pad"],
+            start=self._position,
+        )
+
+    def _stop(self) -> None:
+        if self._native is not None:
+            self._last_stats = self._native.stats()
+            self._native.close()
+            self._native = None
+
+    def close(self) -> None:
+        """Stop all work now and free every buffer the loader holds."""
+        self._stop()
+        self._closed = True
+
+    def __enter__(self) -> Loader:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self._stop()
+        except Exception:
+            pass
+
+    # -- iteration ----------------------------------------------------------
+
+    def __iter__(self) -> Iterator[Batch]:
+        if self._closed:
+            raise InvalidArgumentError("the loader is closed")
+        if self._native is None:
+            self._start()
+        return self._epoch_iter()
+
+    def _epoch_iter(self) -> Iterator[Batch]:
+        self._iterating = True
+        try:
+            while True:
+                b = self._next_batch()
+                if b is None:
+                    break
+                yield b
+            # The epoch ended: the next iteration is the next epoch.
+            self._stop()
+            self._epoch += 1
+            self._position = 0
+        finally:
+            self._iterating = False
+
+    def __next__(self) -> Batch:
+        if self._closed:
+            raise StopIteration
+        if self._native is None:
+            self._start()
+        b = self._next_batch()
+        if b is None:
+            self._stop()
+            self._epoch += 1
+            self._position = 0
+            raise StopIteration
+        return b
+
+    def _next_batch(self) -> Batch | None:
+        assert self._native is not None
+        raw = self._native.next_batch()
+        if raw is None:
+            return None
+        self._position = raw.end_position
+        return self._wrap(raw)
+
+    def _wrap(self, raw: Any) -> Batch:
+        convert = self._convert
+        slots: dict[str, Any] = {}
+        for name, value in raw.take_slots().items():
+            if isinstance(value, list):
+                slots[name] = [None if v is None else convert(v) for v in value]
+            else:
+                slots[name] = convert(value)
+        if self._device is not None:
+            from .gds import to_device
+
+            slots = to_device(slots, self._device)
+        errors = raw.errors()
+        if errors and self._log:
+            for e in errors:
+                if callable(self._log):
+                    self._log(e)
+                else:
+                    row_logger.warning("skipped %s", e)
+        context = raw.contexts() if self._context is not None else None
+        batch: Any = Batch(slots, raw.keys, raw.indices, errors, context)
+        for m in self._pipe.batch_maps:
+            batch = m.fn(batch)
+        return batch
+
+    # -- epochs and checkpoints ---------------------------------------------
+
+    @property
+    def epoch(self) -> int:
+        return self._epoch
+
+    def set_epoch(self, epoch: int) -> None:
+        """Start epoch ``epoch`` from its beginning at the next iteration."""
+        if not isinstance(epoch, int) or isinstance(epoch, bool) or epoch < 0:
+            raise InvalidArgumentError(f"epoch must be a non-negative integer, got {epoch!r}")
+        self._stop()
+        self._epoch = epoch
+        self._position = 0
+
+    def __len__(self) -> int:
+        """Batches this rank gets in an epoch (sized sources with batch())."""
+        native = self._native
+        count = native.rank_count if native is not None else None
+        if count is None or self._pipe.shape.kind != "batch":
+            raise TypeError("the number of batches is known only for sized record sources with batch()")
+        size = self._pipe.shape.size
+        return count // size if self._pipe.shape.drop_last else -(-count // size)
+
+    def state_dict(self) -> dict[str, Any]:
+        """A small, JSON-serializable checkpoint of where this loader is."""
+        return {
+            "version": 1,
+            "signature": self._pipe.signature,
+            "seed": self._seed,
+            "epoch": self._epoch,
+            "position": self._position,
+            "shard": dict(self._shard),
+            "dataset_size": len(self._records) if _is_sequence(self._records) else None,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Resume where ``state`` was taken: the next batch is the one that
+        would have come next, bit for bit."""
+        if not isinstance(state, dict) or state.get("version") != 1:
+            raise CheckpointError("not a dataio loader state (expected version 1)")
+        if state.get("signature") != self._pipe.signature:
+            raise CheckpointError(
+                f"this state was saved by another pipeline (signature {str(state.get('signature'))[:12]}…, "
+                f"this one is {self._pipe.signature[:12]}…); the ops, their order or the maps differ"
+            )
+        if state.get("seed") != self._seed:
+            raise CheckpointError(f"this state was saved with seed={state.get('seed')!r}, this loader has seed={self._seed!r}")
+        size = len(self._records) if _is_sequence(self._records) else None
+        if state.get("dataset_size") != size:
+            raise CheckpointError(f"this state was saved over {state.get('dataset_size')} records, this loader has {size}")
+        if state.get("shard") != self._shard:
+            raise CheckpointError(f"this state was saved for shard {state.get('shard')}, this loader is shard {self._shard}")
+        self._stop()
+        self._epoch = int(state["epoch"])
+        self._position = int(state["position"])
+
+    def stats(self) -> dict[str, Any]:
+        """Counters and queue depths of the running (or last finished) epoch; cheap."""
+        return self._native.stats() if self._native is not None else dict(self._last_stats)
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else f"epoch {self._epoch}, position {self._position}"
+        return f"<dataio.Loader {self._output} ({state})>"
+
+
+def from_sampler(batch_sampler: Iterable[Iterable[Any]], record_fn: Callable[[Any], Any] | None = None) -> Iterable[dict[str, Any]]:
+    """Adapt a PyTorch-style BatchSampler (or any iterable of lists of rows)
+    into records for ``group_by("batch_id")``: every row of the i-th list
+    gets ``batch_id = i``. ``record_fn(row)`` maps a row to a record dict."""
+    return _SamplerRecords(batch_sampler, record_fn)
+
+
+class _SamplerRecords:
+    def __init__(self, sampler: Iterable[Iterable[Any]], record_fn: Callable[[Any], Any] | None) -> None:
+        self.sampler = sampler
+        self.record_fn = record_fn
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for batch_id, rows in enumerate(self.sampler):
+            for row in rows:
+                rec = self.record_fn(row) if self.record_fn is not None else row
+                if not isinstance(rec, dict):
+                    raise InvalidArgumentError(f"from_sampler: records must be dicts, got {type(rec).__name__} (pass record_fn=)")
+                rec = dict(rec)
+                rec["batch_id"] = batch_id
+                yield rec
+
+    def __repr__(self) -> str:
+        return f"<dataio.from_sampler over {type(self.sampler).__name__}>"
+

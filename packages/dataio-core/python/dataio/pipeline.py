@@ -1,0 +1,484 @@
+"""The pipeline DSL: an immutable, picklable plan built from stages.
+
+    pipe = dataio.pipeline(
+        dataio.map(lambda r: {"image": r["path"], "label": r["class_id"]}),
+        dataio.slot("image").decode_image(mode="rgb").resize_short(256)
+            .center_crop(h=224, w=224).normalize("imagenet"),
+        dataio.slot("label").decode_bytes(),
+        dataio.batch(64, drop_last=True, prefetch=4),
+    )
+
+Building a pipeline does no work; it validates everything it can (one shape
+stage, known ops, parameter types, a decoder per slot) and raises
+:class:`dataio.errors.PlanError` naming the stage. ``bind(records).run(...)``
+starts the native runtime.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from . import _native, transforms as T
+from .cond import Pred
+from .errors import PlanError
+from .transforms import Col, Op
+
+__all__ = [
+    "Slot",
+    "Map",
+    "BatchStage",
+    "Pipeline",
+    "BoundPipeline",
+    "slot",
+    "map",
+    "batch",
+    "collate",
+    "group_by",
+    "pipeline",
+]
+
+
+class _Frozen:
+    __slots__ = ()
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable; its methods return new objects")
+
+    def _set(self, **kw: Any) -> None:
+        for k, v in kw.items():
+            object.__setattr__(self, k, v)
+
+
+class _Branch(_Frozen):
+    __slots__ = ("pred", "then_ops", "otherwise_ops")
+
+    def __init__(self, pred: Pred, then_ops: tuple[Op | _Branch, ...], otherwise_ops: tuple[Op | _Branch, ...]) -> None:
+        self._set(pred=pred, then_ops=then_ops, otherwise_ops=otherwise_ops)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "op": "when",
+            "pred": self.pred.to_json(),
+            "then": [o.to_json() for o in self.then_ops],
+            "otherwise": [o.to_json() for o in self.otherwise_ops],
+        }
+
+    def __repr__(self) -> str:
+        return f"when({self.pred!r}).then({', '.join(map(repr, self.then_ops))}).otherwise({', '.join(map(repr, self.otherwise_ops))})"
+
+    def __reduce__(self) -> Any:
+        return (_Branch, (self.pred, self.then_ops, self.otherwise_ops))
+
+
+def _as_ops(ops: tuple[Any, ...], where: str) -> tuple[Op | _Branch, ...]:
+    out = []
+    for o in ops:
+        if isinstance(o, Slot):
+            out.extend(o.ops)
+        elif isinstance(o, (Op, _Branch)):
+            out.append(o)
+        else:
+            raise PlanError(f"{where}: expected ops from dataio.transforms, got {o!r}")
+    for o in out:
+        if isinstance(o, Op) and o.kind == "decode":
+            raise PlanError(f"{where}: a branch cannot decode ({o.name}); the slot's decoder comes first")
+    return tuple(out)
+
+
+class _When(_Frozen):
+    __slots__ = ("_slot", "_pred")
+
+    def __init__(self, slot: Slot, pred: Pred) -> None:
+        self._set(_slot=slot, _pred=pred)
+
+    def then(self, *ops: Any) -> _Then:
+        return _Then(self._slot, self._pred, _as_ops(ops, f"slot {self._slot.name!r}, when(...).then"))
+
+
+class _Then(_Frozen):
+    __slots__ = ("_slot", "_pred", "_ops")
+
+    def __init__(self, slot: Slot, pred: Pred, ops: tuple[Op | _Branch, ...]) -> None:
+        self._set(_slot=slot, _pred=pred, _ops=ops)
+
+    def otherwise(self, *ops: Any) -> Slot:
+        other = _as_ops(ops, f"slot {self._slot.name!r}, when(...).otherwise")
+        return self._slot._append(_Branch(self._pred, self._ops, other))
+
+    def end(self) -> Slot:
+        """Close the branch with nothing on the other side."""
+        return self.otherwise()
+
+
+class Slot(_Frozen):
+    """One output of the pipeline: reads record field ``field`` (default:
+    the slot's name), decodes it, and transforms it. Methods return a new
+    slot; the chain is the op order."""
+
+    __slots__ = ("name", "field", "optional", "stack", "active", "ops")
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        field: str | None = None,
+        optional: bool = False,
+        stack: str = "auto",
+        active: Pred | None = None,
+        ops: tuple[Op | _Branch, ...] = (),
+    ) -> None:
+        if not isinstance(name, str) or not name:
+            raise PlanError("dataio.slot() needs a name")
+        if stack not in ("auto", "never"):
+            raise PlanError(f"slot {name!r}: stack must be 'auto' or 'never'")
+        self._set(name=name, field=field or name, optional=bool(optional), stack=stack, active=active, ops=tuple(ops))
+
+    def _append(self, o: Op | _Branch) -> Slot:
+        if isinstance(o, Op) and o.kind == "decode" and self.ops:
+            raise PlanError(f"slot {self.name!r}: {o.name} must be the first op (a slot has exactly one decoder)")
+        if not self.ops and isinstance(o, Op) and o.kind != "decode":
+            raise PlanError(f"slot {self.name!r} has no decoder: start it with decode_image(), decode_bytes(), decode_npy() or decode_safetensors() before {o.name}")
+        return Slot(self.name, field=self.field, optional=self.optional, stack=self.stack, active=self.active, ops=(*self.ops, o))
+
+    def apply(self, o: Op | str, **params: Any) -> Slot:
+        """Append an op: a factory result, or a registered op by name."""
+        if isinstance(o, str):
+            o = T.op(o, **params)
+        elif params:
+            raise PlanError("apply(op) takes parameters only with an op name")
+        return self._append(o)
+
+    def active_when(self, pred: Pred) -> Slot:
+        """Gate the slot on a field predicate, checked before any read."""
+        if not isinstance(pred, Pred):
+            raise PlanError(f"slot {self.name!r}: active_when takes a dataio.cond predicate")
+        if pred.uses_shape:
+            raise PlanError(f"slot {self.name!r}: active_when runs before any read, so it can test fields (cond.col), not shapes")
+        if not self.optional:
+            raise PlanError(f"slot {self.name!r}: active_when needs dataio.slot({self.name!r}, optional=True)")
+        return Slot(self.name, field=self.field, optional=True, stack=self.stack, active=pred, ops=self.ops)
+
+    def when(self, pred: Pred) -> _When:
+        """Branch on a predicate after decode: ``.when(p).then(ops...).otherwise(ops...)``."""
+        if not isinstance(pred, Pred):
+            raise PlanError(f"slot {self.name!r}: when() takes a dataio.cond predicate")
+        if not self.ops:
+            raise PlanError(f"slot {self.name!r}: branches come after the decoder")
+        return _When(self, pred)
+
+    # Shorthand for the built-in ops (same as dataio.transforms.*).
+    def decode_image(self, mode: str = "rgb", *, max_pixels: int | None = None, dct_scaling: bool = True) -> Slot:
+        return self._append(T.decode_image(mode, max_pixels=max_pixels, dct_scaling=dct_scaling))
+
+    def decode_bytes(self) -> Slot:
+        return self._append(T.decode_bytes())
+
+    def decode_npy(self) -> Slot:
+        return self._append(T.decode_npy())
+
+    def decode_safetensors(self, tensor_key: str | Col) -> Slot:
+        return self._append(T.decode_safetensors(tensor_key))
+
+    def resize(self, h: int, w: int, *, interpolation: str = "bilinear", antialias: bool = True) -> Slot:
+        return self._append(T.resize(h, w, interpolation=interpolation, antialias=antialias))
+
+    def resize_short(self, size: int, *, interpolation: str = "bilinear", antialias: bool = True, max_size: int | None = None) -> Slot:
+        return self._append(T.resize_short(size, interpolation=interpolation, antialias=antialias, max_size=max_size))
+
+    def resize_long(self, size: int, *, interpolation: str = "bilinear", antialias: bool = True) -> Slot:
+        return self._append(T.resize_long(size, interpolation=interpolation, antialias=antialias))
+
+    def center_crop(self, h: int, w: int) -> Slot:
+        return self._append(T.center_crop(h, w))
+
+    def crop(self, top: int, left: int, h: int, w: int) -> Slot:
+        return self._append(T.crop(top, left, h, w))
+
+    def random_crop(self, h: int, w: int) -> Slot:
+        return self._append(T.random_crop(h, w))
+
+    def random_resized_crop(self, h: int, w: int, **kw: Any) -> Slot:
+        return self._append(T.random_resized_crop(h, w, **kw))
+
+    def hflip(self, p: float = 0.5) -> Slot:
+        return self._append(T.hflip(p))
+
+    def vflip(self, p: float = 0.5) -> Slot:
+        return self._append(T.vflip(p))
+
+    def normalize(self, mean_std: Any = "imagenet", *, layout: str = "CHW") -> Slot:
+        return self._append(T.normalize(mean_std, layout=layout))
+
+    def to_chw(self) -> Slot:
+        return self._append(T.to_chw())
+
+    def cast(self, dtype: str) -> Slot:
+        return self._append(T.cast(dtype))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "field": self.field,
+            "optional": self.optional,
+            "stack": self.stack,
+            "active_when": self.active.to_json() if self.active is not None else None,
+            "ops": [o.to_json() for o in self.ops],
+        }
+
+    def __repr__(self) -> str:
+        head = f"slot({self.name!r}" + (f", field={self.field!r}" if self.field != self.name else "") + (", optional=True" if self.optional else "") + ")"
+        gate = f".active_when({self.active!r})" if self.active is not None else ""
+        return head + gate + "".join(f".{o!r}" for o in self.ops)
+
+    def __reduce__(self) -> Any:
+        return (_rebuild_slot, (self.name, self.field, self.optional, self.stack, self.active, self.ops))
+
+
+def _rebuild_slot(name: str, field: str, optional: bool, stack: str, active: Pred | None, ops: tuple) -> Slot:
+    return Slot(name, field=field, optional=optional, stack=stack, active=active, ops=ops)
+
+
+class Map(_Frozen):
+    """A Python function over records (before the shape stage) or batches (after).
+
+    Record maps run in the loader's source thread, once per record, with the
+    GIL: they cost about a microsecond each plus what the function does.
+    Keep them to renaming and light arithmetic; heavy work belongs in ops."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: Callable[[Any], Any]) -> None:
+        if not callable(fn):
+            raise PlanError(f"dataio.map() takes a callable, got {fn!r}")
+        self._set(fn=fn)
+
+    def identity(self) -> str:
+        fn = self.fn
+        code = getattr(fn, "__code__", None)
+        digest = hashlib.blake2b(code.co_code, digest_size=8).hexdigest() if code is not None else ""
+        return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', type(fn).__name__)}:{digest}"
+
+    def __repr__(self) -> str:
+        return f"map({getattr(self.fn, '__qualname__', self.fn)!r})"
+
+    def __reduce__(self) -> Any:
+        return (Map, (self.fn,))
+
+
+class BatchStage(_Frozen):
+    """The shape stage: how records become batches."""
+
+    __slots__ = ("kind", "size", "drop_last", "key", "prefetch")
+
+    def __init__(self, kind: str, *, size: int | None = None, drop_last: bool = False, key: str | None = None, prefetch: int = 2) -> None:
+        if not isinstance(prefetch, int) or isinstance(prefetch, bool) or prefetch < 1:
+            raise PlanError(f"{kind}(): prefetch must be a positive integer, got {prefetch!r}")
+        if kind == "batch" and (not isinstance(size, int) or isinstance(size, bool) or size < 1):
+            raise PlanError(f"batch(size): size must be a positive integer, got {size!r}")
+        if kind == "group_by" and (not isinstance(key, str) or not key):
+            raise PlanError("group_by(key): key must be a field name")
+        self._set(kind=kind, size=size, drop_last=bool(drop_last), key=key, prefetch=prefetch)
+
+    def to_json(self) -> dict[str, Any]:
+        if self.kind == "batch":
+            return {"kind": "batch", "size": self.size, "drop_last": self.drop_last, "prefetch": self.prefetch}
+        return {"kind": "group_by", "key": self.key if self.kind == "group_by" else COLLATE_KEY, "prefetch": self.prefetch}
+
+    def __repr__(self) -> str:
+        if self.kind == "batch":
+            return f"batch({self.size}, drop_last={self.drop_last}, prefetch={self.prefetch})"
+        if self.kind == "group_by":
+            return f"group_by({self.key!r}, prefetch={self.prefetch})"
+        return f"collate(prefetch={self.prefetch})"
+
+    def __reduce__(self) -> Any:
+        return (_rebuild_stage, (self.kind, self.size, self.drop_last, self.key, self.prefetch))
+
+
+def _rebuild_stage(kind: str, size: int | None, drop_last: bool, key: str | None, prefetch: int) -> BatchStage:
+    return BatchStage(kind, size=size, drop_last=drop_last, key=key, prefetch=prefetch)
+
+
+#: The group key `collate()` injects: each item of the source is one batch.
+COLLATE_KEY = "__dataio_batch__"
+
+
+def slot(name: str, optional: bool = False, *, field: str | None = None, stack: str = "auto") -> Slot:
+    """A pipeline output named ``name`` reading record field ``field`` (default ``name``).
+
+    ``optional=True`` allows the field to be missing or None (and gating with
+    ``active_when``). ``stack="auto"`` stacks variable-shape samples into one
+    tensor when a batch's samples agree; ``"never"`` always gives a list."""
+    return Slot(name, field=field, optional=optional, stack=stack)
+
+
+def map(fn: Callable[[Any], Any]) -> Map:  # noqa: A001 - the spec's name
+    """A record map (before the shape stage) or a batch map (after it)."""
+    return Map(fn)
+
+
+def batch(size: int, drop_last: bool = False, prefetch: int = 2) -> BatchStage:
+    """Fixed-size batches in schedule order; the last may be short unless ``drop_last``."""
+    return BatchStage("batch", size=size, drop_last=drop_last, prefetch=prefetch)
+
+
+def collate(prefetch: int = 2) -> BatchStage:
+    """Each item of the record source is already one batch (a list of records)."""
+    return BatchStage("collate", prefetch=prefetch)
+
+
+def group_by(key: str, prefetch: int = 2) -> BatchStage:
+    """One batch per contiguous run of equal ``key`` values, in arrival order."""
+    return BatchStage("group_by", key=key, prefetch=prefetch)
+
+
+class Pipeline(_Frozen):
+    """An immutable plan. ``bind(records)`` attaches a record source."""
+
+    __slots__ = ("record_maps", "slots", "shape", "batch_maps", "batch_transforms", "_compiled")
+
+    def __init__(self, *stages: Any) -> None:
+        record_maps: list[Map] = []
+        slots: list[Slot] = []
+        batch_maps: list[Map] = []
+        batch_transforms: list[Any] = []
+        shape: BatchStage | None = None
+        for i, stage in enumerate(stages):
+            where = f"pipeline stage {i}"
+            if isinstance(stage, Map):
+                (batch_maps if shape is not None else record_maps).append(stage)
+            elif isinstance(stage, Slot):
+                if shape is not None:
+                    raise PlanError(f"{where} (slot {stage.name!r}): slots come before the shape stage {shape!r}")
+                if not stage.ops:
+                    raise PlanError(f"{where} (slot {stage.name!r}) has no decoder: add .decode_image(), .decode_bytes(), .decode_npy() or .decode_safetensors()")
+                if any(s.name == stage.name for s in slots):
+                    raise PlanError(f"{where}: two slots are named {stage.name!r}")
+                slots.append(stage)
+            elif isinstance(stage, BatchStage):
+                if shape is not None:
+                    raise PlanError(f"{where}: a pipeline has exactly one shape stage; {shape!r} came first, then {stage!r}")
+                shape = stage
+            elif getattr(stage, "_dataio_batch_transform", False):
+                if shape is None:
+                    raise PlanError(f"{where}: batch transforms come after the shape stage")
+                batch_transforms.append(stage)
+            elif isinstance(stage, (Op, Pred)):
+                raise PlanError(f"{where}: {stage!r} is an op; put it in a slot chain (dataio.slot(...).apply(op))")
+            else:
+                raise PlanError(f"{where}: {stage!r} is not a pipeline stage (map, slot, batch/collate/group_by)")
+        if not slots:
+            raise PlanError("a pipeline needs at least one slot")
+        if shape is None:
+            raise PlanError("a pipeline needs exactly one shape stage: batch(), collate() or group_by()")
+        self._set(
+            record_maps=tuple(record_maps),
+            slots=tuple(slots),
+            shape=shape,
+            batch_maps=tuple(batch_maps),
+            batch_transforms=tuple(batch_transforms),
+            _compiled=None,
+        )
+        self.compiled()  # native validation now, not at the first batch
+
+    def to_json(self) -> dict[str, Any]:
+        from ._plugins import host
+
+        builtin = set(__import__("dataio._ops", fromlist=["BUILTIN_OPS"]).BUILTIN_OPS)
+        external = sorted({name for name in _op_names(self.slots) if name not in builtin and host.op(name) is not None})
+        return {
+            "version": 1,
+            "slots": [s.to_json() for s in self.slots],
+            "shape": self.shape.to_json(),
+            "batch_ops": [t.to_json() for t in self.batch_transforms],
+            "external_ops": external,
+        }
+
+    def compiled(self) -> _native.CompiledPlan:
+        if self._compiled is None:
+            try:
+                compiled = _native.compile_plan(json.dumps(self.to_json()))
+            except ValueError as e:
+                raise PlanError(str(e)) from None
+            object.__setattr__(self, "_compiled", compiled)
+        return self._compiled
+
+    @property
+    def signature(self) -> str:
+        """Stable across processes: the native plan's hash plus the identities of the maps."""
+        parts = [self.compiled().signature, *(m.identity() for m in self.record_maps), "|", *(m.identity() for m in self.batch_maps)]
+        return hashlib.blake2b("\n".join(parts).encode(), digest_size=16).hexdigest()
+
+    def describe(self) -> str:
+        lines = [f"pipeline {self.signature[:12]}"]
+        for m in self.record_maps:
+            lines.append(f"  {m!r}")
+        static = {name: (shape, dtype) for name, shape, dtype in self.compiled().slots()}
+        for s in self.slots:
+            shape, dtype = static[s.name]
+            out = f"{dtype}{list(shape)}" if shape else (f"{dtype}[variable]" if dtype else "variable")
+            lines.append(f"  {s!r}  -> {out}")
+        lines.append(f"  {self.shape!r}")
+        for t in self.batch_transforms:
+            lines.append(f"  {t!r}")
+        for m in self.batch_maps:
+            lines.append(f"  {m!r} (on batches)")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return self.describe()
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Pipeline) and other.signature == self.signature
+
+    def __hash__(self) -> int:
+        return hash(self.signature)
+
+    def __reduce__(self) -> Any:
+        return (Pipeline, (*self.record_maps, *self.slots, self.shape, *self.batch_transforms, *self.batch_maps))
+
+    def bind(self, records: Iterable[Any]) -> BoundPipeline:
+        """Attach a record source: a sequence (len + indexing: shuffle, shard
+        padding and resume by index) or any iterable of dicts."""
+        return BoundPipeline(self, records)
+
+
+def _op_names(slots: Iterable[Slot]) -> set[str]:
+    names: set[str] = set()
+
+    def walk(ops: Iterable[Op | _Branch]) -> None:
+        for o in ops:
+            if isinstance(o, _Branch):
+                walk(o.then_ops)
+                walk(o.otherwise_ops)
+            else:
+                names.add(o.name)
+
+    for s in slots:
+        walk(s.ops)
+    return names
+
+
+def pipeline(*stages: Any) -> Pipeline:
+    """Build a plan from stages: record maps, slots, one shape stage, then batch transforms and batch maps."""
+    return Pipeline(*stages)
+
+
+class BoundPipeline:
+    """A pipeline with its records; ``run(...)`` starts a loader."""
+
+    def __init__(self, pipe: Pipeline, records: Iterable[Any]) -> None:
+        self.pipeline = pipe
+        self.records = records
+
+    def run(self, output: str = "torch", **options: Any):  # -> dataio.loader.Loader
+        """Start the runtime. See :class:`dataio.loader.Loader` for the options."""
+        from .loader import Loader
+
+        return Loader(self, output, **options)
+
+    def __repr__(self) -> str:
+        return f"<bound {self.pipeline.signature[:12]} over {type(self.records).__name__}>"

@@ -1,0 +1,233 @@
+//! The loader as Python sees it: compile a plan, start a native loader over
+//! a Python record source, and take batches (GIL released while waiting).
+
+use crate::dlpack::PyTensor;
+use crate::errors::{to_pyerr, IntoPy};
+use crate::source::{PyOps, PySource};
+use dataio_engine::exec::{Batch, Loader, Next, Options, Shard, SlotValue};
+use dataio_engine::plan::{self, Plan, Shape};
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// A compiled, validated plan.
+#[pyclass(module = "dataio._native", name = "CompiledPlan", frozen)]
+pub struct CompiledPlan {
+    pub inner: Arc<Plan>,
+}
+
+#[pymethods]
+impl CompiledPlan {
+    #[getter]
+    fn signature(&self) -> &str {
+        &self.inner.signature
+    }
+    /// Record fields the native side reads.
+    #[getter]
+    fn fields(&self) -> Vec<String> {
+        self.inner.fields.clone()
+    }
+    #[getter]
+    fn prefetch(&self) -> usize {
+        self.inner.prefetch
+    }
+    /// (kind, size or key, drop_last)
+    #[getter]
+    fn shape(&self) -> (String, Option<usize>, Option<String>, bool) {
+        match &self.inner.shape {
+            Shape::Batch { size, drop_last } => ("batch".into(), Some(*size), None, *drop_last),
+            Shape::GroupBy { key } => ("group_by".into(), None, Some(key.clone()), false),
+        }
+    }
+    /// Per slot: (name, static per-sample shape or None, dtype or None).
+    fn slots(&self) -> Vec<(String, Option<Vec<usize>>, Option<&'static str>)> {
+        self.inner.slots.iter().map(|s| (s.name.clone(), s.static_shape.clone(), s.dtype.map(|d| d.name()))).collect()
+    }
+}
+
+#[pyfunction]
+pub fn compile_plan(py: Python<'_>, json: &str) -> PyResult<CompiledPlan> {
+    plan::compile(json).map(|p| CompiledPlan { inner: Arc::new(p) }).map_py(py)
+}
+
+/// One finished batch, still in engine form.
+#[pyclass(module = "dataio._native", name = "RawBatch")]
+pub struct RawBatch {
+    inner: Option<Batch>,
+}
+
+#[pymethods]
+impl RawBatch {
+    #[getter]
+    fn keys(&self) -> Vec<String> {
+        self.inner.as_ref().map(|b| b.keys.clone()).unwrap_or_default()
+    }
+    #[getter]
+    fn indices(&self) -> Vec<u64> {
+        self.inner.as_ref().map(|b| b.indices.clone()).unwrap_or_default()
+    }
+    #[getter]
+    fn seq(&self) -> u64 {
+        self.inner.as_ref().map(|b| b.seq).unwrap_or_default()
+    }
+    #[getter]
+    fn end_position(&self) -> u64 {
+        self.inner.as_ref().map(|b| b.end_position).unwrap_or_default()
+    }
+    /// Row errors (skip mode), as dataio.errors.RowError instances.
+    fn errors(&self, py: Python<'_>) -> Vec<Py<PyAny>> {
+        let Some(b) = &self.inner else { return vec![] };
+        b.errors.iter().map(|e| to_pyerr(py, clone_row_error(e)).into_value(py).into_any()).collect()
+    }
+    /// `context=` values, aligned with keys.
+    fn contexts(&self, py: Python<'_>) -> Vec<Py<PyAny>> {
+        let Some(b) = &self.inner else { return vec![] };
+        b.contexts
+            .iter()
+            .map(|c| match c.as_ref().and_then(|c| c.downcast_ref::<Py<PyAny>>()) {
+                Some(o) => o.clone_ref(py),
+                None => py.None(),
+            })
+            .collect()
+    }
+    /// Takes the slots out: name -> Tensor, or list of Tensor/None.
+    fn take_slots<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let out = PyDict::new(py);
+        let Some(b) = &mut self.inner else { return Ok(out) };
+        for (name, value) in std::mem::take(&mut b.slots) {
+            match value {
+                SlotValue::Stacked(t) => out.set_item(name, PyTensor { inner: t })?,
+                SlotValue::List(items) => {
+                    let list = PyList::empty(py);
+                    for item in items {
+                        match item {
+                            Some(t) => list.append(Py::new(py, PyTensor { inner: t })?)?,
+                            None => list.append(py.None())?,
+                        }
+                    }
+                    out.set_item(name, list)?;
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn clone_row_error(e: &dataio_engine::Error) -> dataio_engine::Error {
+    use dataio_engine::Error as E;
+    match e {
+        E::Row { context, source } => E::Row { context: context.clone(), source: Box::new(clone_row_error(source)) },
+        E::Foreign { kind, message, uri, payload } => E::Foreign { kind: *kind, message: message.clone(), uri: uri.clone(), payload: payload.clone() },
+        other => E::Foreign { kind: other.kind(), message: other.to_string(), uri: other.uri().map(str::to_string), payload: dataio_engine::error::ForeignPayload(Arc::new(())) },
+    }
+}
+
+#[pyclass(module = "dataio._native", name = "NativeLoader")]
+pub struct NativeLoader {
+    inner: Mutex<Option<Loader>>,
+}
+
+#[pymethods]
+impl NativeLoader {
+    #[new]
+    #[pyo3(signature = (plan, records, *, sized, prepare=None, context=None, ops=None, concurrency=16, completion_order=false, skip_errors=false, seed=None, epoch=0, shard_id=0, shard_of=1, pad=false, start=0))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        plan: &CompiledPlan,
+        records: Py<PyAny>,
+        sized: bool,
+        prepare: Option<Py<PyAny>>,
+        context: Option<Py<PyAny>>,
+        ops: Option<Py<PyAny>>,
+        concurrency: usize,
+        completion_order: bool,
+        skip_errors: bool,
+        seed: Option<u64>,
+        epoch: u64,
+        shard_id: u64,
+        shard_of: u64,
+        pad: bool,
+        start: u64,
+    ) -> PyResult<Self> {
+        let source = PySource::new(py, records, sized, plan.inner.fields.clone(), prepare, context)?;
+        let opts = Options {
+            concurrency: concurrency.max(1),
+            completion_order,
+            skip_errors,
+            seed,
+            epoch,
+            shard: Shard { id: shard_id, of: shard_of, pad },
+            start,
+        };
+        let external = ops.map(|call| Arc::new(PyOps { call }) as Arc<dyn dataio_engine::exec::slot::ExternalOps>);
+        let plan = plan.inner.clone();
+        let loader = py.detach(|| Loader::start(plan, Box::new(source), opts, external)).map_py(py)?;
+        Ok(NativeLoader { inner: Mutex::new(Some(loader)) })
+    }
+
+    /// The next batch, or None at the end of the epoch.
+    fn next_batch(&self, py: Python<'_>) -> PyResult<Option<RawBatch>> {
+        loop {
+            let result = py.detach(|| {
+                let mut guard = self.inner.lock().unwrap();
+                match guard.as_mut() {
+                    Some(l) => l.next(Duration::from_millis(100)).map(Some),
+                    None => Ok(None),
+                }
+            });
+            match result.map_py(py)? {
+                None => return Err(PyRuntimeError::new_err("the loader is closed")),
+                Some(Next::Batch(b)) => return Ok(Some(RawBatch { inner: Some(b) })),
+                Some(Next::End) => return Ok(None),
+                Some(Next::Timeout) => py.check_signals()?,
+            }
+        }
+    }
+
+    fn close(&self, py: Python<'_>) {
+        let taken = self.inner.lock().unwrap().take();
+        if let Some(mut l) = taken {
+            py.detach(move || l.close());
+        }
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        self.inner.lock().unwrap().as_ref().is_none_or(|l| l.is_closed())
+    }
+
+    #[getter]
+    fn position(&self) -> u64 {
+        self.inner.lock().unwrap().as_ref().map(|l| l.position()).unwrap_or(0)
+    }
+
+    #[getter]
+    fn rank_count(&self) -> Option<u64> {
+        self.inner.lock().unwrap().as_ref().and_then(|l| l.rank_count())
+    }
+
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        let guard = self.inner.lock().unwrap();
+        let Some(l) = guard.as_ref() else { return Ok(d) };
+        let s = l.stats();
+        d.set_item("records_admitted", s.records_admitted)?;
+        d.set_item("records_done", s.records_done)?;
+        d.set_item("records_failed", s.records_failed)?;
+        d.set_item("bytes_read", s.bytes_read)?;
+        d.set_item("fetch_seconds", s.fetch_seconds)?;
+        d.set_item("decode_seconds", s.decode_seconds)?;
+        d.set_item("source_seconds", s.source_seconds)?;
+        d.set_item("consumer_wait_seconds", s.consumer_wait_seconds)?;
+        d.set_item("batches_built", s.batches_built)?;
+        d.set_item("batches_delivered", s.batches_delivered)?;
+        d.set_item("records_in_flight", s.records_in_flight)?;
+        d.set_item("batches_in_window", s.batches_in_window)?;
+        d.set_item("batches_ready", s.batches_ready)?;
+        d.set_item("elapsed_seconds", s.elapsed_seconds)?;
+        Ok(d)
+    }
+}

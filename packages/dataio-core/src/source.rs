@@ -1,0 +1,200 @@
+//! Python record sources and plugin ops, adapted to the engine's traits.
+//! A source takes the GIL once per chunk of records, converts only the
+//! fields the plan reads, and lets go.
+
+use crate::errors::from_pyerr;
+use bytes::Bytes;
+use dataio_engine::exec::slot::ExternalOps;
+use dataio_engine::exec::{Record, RecordSource, Value};
+use dataio_engine::tensor::{DType, Tensor};
+use dataio_engine::{Error, Result};
+use pyo3::prelude::*;
+use pyo3::types::{PyByteArray, PyBytes, PyDict, PyMemoryView, PyString};
+use serde_json::{Map, Value as Json};
+use std::sync::Arc;
+
+/// Keeps a Python `bytes` alive and lends its memory (immutable, so it can
+/// be read without the GIL).
+struct PyBytesOwner {
+    _obj: Py<PyBytes>,
+    ptr: *const u8,
+    len: usize,
+}
+
+// SAFETY: a bytes object's buffer is immutable and lives as long as the
+// object, which we hold; Py<T> may be dropped from any thread (pyo3 defers
+// the decref until it holds the GIL).
+unsafe impl Send for PyBytesOwner {}
+unsafe impl Sync for PyBytesOwner {}
+
+impl AsRef<[u8]> for PyBytesOwner {
+    fn as_ref(&self) -> &[u8] {
+        // SAFETY: see the Send impl.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+fn to_value(v: &Bound<'_, PyAny>) -> PyResult<Value> {
+    if v.is_none() {
+        return Ok(Value::Null);
+    }
+    if let Ok(s) = v.cast::<PyString>() {
+        return Ok(Value::Str(s.to_str()?.to_string()));
+    }
+    if let Ok(b) = v.cast::<PyBytes>() {
+        let data = b.as_bytes();
+        let owner = PyBytesOwner { ptr: data.as_ptr(), len: data.len(), _obj: b.clone().unbind() };
+        return Ok(Value::Bytes(Bytes::from_owner(owner)));
+    }
+    if v.is_instance_of::<pyo3::types::PyBool>() {
+        return Ok(Value::Bool(v.extract()?));
+    }
+    if v.is_instance_of::<pyo3::types::PyInt>() {
+        return Ok(Value::Int(v.extract()?));
+    }
+    if v.is_instance_of::<pyo3::types::PyFloat>() {
+        return Ok(Value::Float(v.extract()?));
+    }
+    if v.is_instance_of::<PyByteArray>() || v.is_instance_of::<PyMemoryView>() {
+        let held = crate::buffers::ReadBuffer::get(v)?;
+        return Ok(Value::Bytes(Bytes::copy_from_slice(held.as_slice())));
+    }
+    // os.PathLike, numpy scalars and the like.
+    if v.hasattr("__fspath__")? {
+        return Ok(Value::Str(v.call_method0("__fspath__")?.extract()?));
+    }
+    if let Ok(i) = v.extract::<i64>() {
+        return Ok(Value::Int(i));
+    }
+    if let Ok(f) = v.extract::<f64>() {
+        return Ok(Value::Float(f));
+    }
+    if let Ok(held) = crate::buffers::ReadBuffer::get(v) {
+        return Ok(Value::Bytes(Bytes::copy_from_slice(held.as_slice())));
+    }
+    Ok(Value::Str(v.str()?.to_string()))
+}
+
+/// Records from a Python sequence (sized) or iterator (one pass).
+pub struct PySource {
+    obj: Py<PyAny>,
+    iter: Option<Py<PyAny>>,
+    len: Option<u64>,
+    fields: Vec<String>,
+    /// Applied to every raw record first (the plan's record maps).
+    prepare: Option<Py<PyAny>>,
+    /// `context=`: computed per record, carried to `batch.context`.
+    context: Option<Py<PyAny>>,
+}
+
+impl PySource {
+    pub fn new(py: Python<'_>, obj: Py<PyAny>, sized: bool, fields: Vec<String>, prepare: Option<Py<PyAny>>, context: Option<Py<PyAny>>) -> PyResult<Self> {
+        let len = if sized { Some(obj.bind(py).len()? as u64) } else { None };
+        Ok(PySource { obj, iter: None, len, fields, prepare, context })
+    }
+
+    fn convert(&self, py: Python<'_>, raw: Bound<'_, PyAny>, position: u64) -> Result<Record> {
+        let wrap = |e: PyErr| from_pyerr(py, e, None);
+        let rec = match &self.prepare {
+            Some(f) => f.bind(py).call1((raw,)).map_err(wrap)?,
+            None => raw,
+        };
+        let dict = rec.cast::<PyDict>().map_err(|_| {
+            let ty = rec.get_type().name().map(|n| n.to_string()).unwrap_or_default();
+            Error::invalid(format!("record at position {position} is a {ty}, not a dict (map records to dicts with dataio.map)"))
+        })?;
+        let mut fields = Vec::with_capacity(self.fields.len());
+        for name in &self.fields {
+            if let Some(v) = dict.get_item(name).map_err(wrap)? {
+                let value = to_value(&v).map_err(|e| {
+                    Error::invalid(format!("record at position {position}, field {name:?}: {}", e.value(py)))
+                })?;
+                fields.push((name.clone(), value));
+            }
+        }
+        let context = match &self.context {
+            Some(f) => {
+                let c = f.bind(py).call1((dict,)).map_err(wrap)?;
+                Some(Arc::new(c.unbind()) as dataio_engine::exec::record::Context)
+            }
+            None => None,
+        };
+        Ok(Record { fields, context })
+    }
+}
+
+impl RecordSource for PySource {
+    fn len(&self) -> Option<u64> {
+        self.len
+    }
+
+    fn get(&mut self, indices: &[u64]) -> Result<Vec<Record>> {
+        Python::attach(|py| {
+            let obj = self.obj.bind(py);
+            indices
+                .iter()
+                .map(|&i| {
+                    let raw = obj.get_item(i).map_err(|e| from_pyerr(py, e, None))?;
+                    self.convert(py, raw, i)
+                })
+                .collect()
+        })
+    }
+
+    fn next_chunk(&mut self, max: usize) -> Result<Vec<Record>> {
+        Python::attach(|py| {
+            if self.iter.is_none() {
+                let it = self.obj.bind(py).try_iter().map_err(|e| from_pyerr(py, e, None))?;
+                self.iter = Some(it.into_any().unbind());
+            }
+            let it = self.iter.as_ref().unwrap().bind(py);
+            let mut out = Vec::with_capacity(max);
+            for _ in 0..max {
+                // SAFETY: `it` is an iterator object (from try_iter).
+                match it.cast::<pyo3::types::PyIterator>().map_err(|e| Error::invalid(e.to_string()))?.clone().next() {
+                    Some(Ok(raw)) => out.push(self.convert(py, raw, 0)?),
+                    Some(Err(e)) => return Err(from_pyerr(py, e, None)),
+                    None => break,
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    fn rewind(&mut self) -> Result<()> {
+        self.iter = None;
+        Ok(())
+    }
+}
+
+/// Plugin ops implemented in Python. `call(kind, name, payload, params)`
+/// is a Python function of dataio's that does the numpy conversions.
+pub struct PyOps {
+    pub call: Py<PyAny>,
+}
+
+fn tensor_from_py(py: Python<'_>, r: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+    let (dtype, shape, data): (String, Vec<usize>, Bound<'_, PyAny>) = r.extract()?;
+    let held = crate::buffers::ReadBuffer::get(&data)?;
+    let dtype = DType::parse(&dtype).map_err(|e| crate::errors::to_pyerr(py, e))?;
+    Tensor::from_bytes(dtype, shape, held.as_slice()).map_err(|e| crate::errors::to_pyerr(py, e))
+}
+
+impl ExternalOps for PyOps {
+    fn decode(&self, name: &str, data: &[u8], params: &Map<String, Json>) -> Result<Tensor> {
+        Python::attach(|py| {
+            let params = serde_json::to_string(params).unwrap_or_default();
+            let r = self.call.bind(py).call1(("decode", name, PyBytes::new(py, data), params)).map_err(|e| from_pyerr(py, e, None))?;
+            tensor_from_py(py, &r).map_err(|e| from_pyerr(py, e, None))
+        })
+    }
+
+    fn transform(&self, name: &str, input: Tensor, params: &Map<String, Json>) -> Result<Tensor> {
+        Python::attach(|py| {
+            let params = serde_json::to_string(params).unwrap_or_default();
+            let payload = (input.dtype.name(), input.shape.clone(), PyBytes::new(py, input.bytes()));
+            let r = self.call.bind(py).call1(("transform", name, payload, params)).map_err(|e| from_pyerr(py, e, None))?;
+            tensor_from_py(py, &r).map_err(|e| from_pyerr(py, e, None))
+        })
+    }
+}
