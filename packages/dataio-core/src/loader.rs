@@ -132,7 +132,7 @@ pub struct NativeLoader {
 #[pymethods]
 impl NativeLoader {
     #[new]
-    #[pyo3(signature = (plan, records, *, sized, prepare=None, context=None, ops=None, concurrency=16, completion_order=false, skip_errors=false, seed=None, epoch=0, shard_id=0, shard_of=1, pad=false, start=0))]
+    #[pyo3(signature = (plan, records, *, sized, prepare=None, context=None, ops=None, concurrency=16, completion_order=false, skip_errors=false, seed=None, epoch=0, shard_id=0, shard_of=1, pad=false, start=0, global_offset=0))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -151,6 +151,7 @@ impl NativeLoader {
         shard_of: u64,
         pad: bool,
         start: u64,
+        global_offset: u64,
     ) -> PyResult<Self> {
         let source = PySource::new(py, records, sized, plan.inner.fields.clone(), prepare, context)?;
         let opts = Options {
@@ -161,6 +162,7 @@ impl NativeLoader {
             epoch,
             shard: Shard { id: shard_id, of: shard_of, pad },
             start,
+            global_offset,
         };
         let external = ops.map(|call| Arc::new(PyOps { call }) as Arc<dyn dataio_engine::exec::slot::ExternalOps>);
         let plan = plan.inner.clone();

@@ -33,11 +33,22 @@ pub struct Options {
     pub shard: Shard,
     /// This rank's schedule position to start from (resume).
     pub start: u64,
+    /// Global positions consumed before an elastic resume (see `Schedule::resumed`).
+    pub global_offset: u64,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { concurrency: 16, completion_order: false, skip_errors: false, seed: None, epoch: 0, shard: Shard::default(), start: 0 }
+        Options {
+            concurrency: 16,
+            completion_order: false,
+            skip_errors: false,
+            seed: None,
+            epoch: 0,
+            shard: Shard::default(),
+            start: 0,
+            global_offset: 0,
+        }
     }
 }
 
@@ -162,7 +173,9 @@ impl Loader {
             return Err(Error::invalid("group_by keeps the arrival order of its key, so it cannot be combined with seed= shuffling; shuffle in the sampler instead"));
         }
         let schedule = match len {
-            Some(n) if !matches!(plan.shape, Shape::GroupBy { .. }) => Some(Schedule::sized(n, opts.seed, opts.epoch, opts.shard, opts.start)?),
+            Some(n) if !matches!(plan.shape, Shape::GroupBy { .. }) => {
+                Some(Schedule::resumed(n, opts.seed, opts.epoch, opts.shard, opts.global_offset, opts.start)?)
+            }
             _ => None,
         };
         let rank_count = schedule.as_ref().map(Schedule::count);

@@ -51,6 +51,9 @@ pub struct Schedule {
     n: u64,
     perm: Option<Permutation>,
     shard: Shard,
+    /// Global positions before this offset were consumed before an elastic
+    /// resume; ranks interleave over what remains.
+    offset: u64,
     count: u64,
     next: u64,
 }
@@ -59,18 +62,27 @@ impl Schedule {
     /// The order of a sized source of `n` records, starting at this rank's
     /// position `start` (resume).
     pub fn sized(n: u64, seed: Option<u64>, epoch: u64, shard: Shard, start: u64) -> Result<Self> {
+        Self::resumed(n, seed, epoch, shard, 0, start)
+    }
+
+    /// Like [`Schedule::sized`], after `offset` global positions were
+    /// consumed, possibly by a different number of ranks (elastic resume).
+    pub fn resumed(n: u64, seed: Option<u64>, epoch: u64, shard: Shard, offset: u64, start: u64) -> Result<Self> {
         shard.check()?;
-        let count = shard.count(n);
+        if offset > n {
+            return Err(Error::invalid(format!("resume offset {offset} is past the end of the epoch ({n} records)")));
+        }
+        let count = shard.count(n - offset);
         if start > count {
             return Err(Error::invalid(format!("resume position {start} is past the end of this rank's epoch ({count} records)")));
         }
         let perm = seed.filter(|_| n > 0).map(|s| Permutation::new(n, s, epoch));
-        Ok(Schedule { n, perm, shard, count, next: start })
+        Ok(Schedule { n, perm, shard, offset, count, next: start })
     }
 
     /// The record index at this rank's position `pos`.
     pub fn index_at(&self, pos: u64) -> u64 {
-        let mut g = self.shard.id + pos * self.shard.of;
+        let mut g = self.offset + self.shard.id + pos * self.shard.of;
         if g >= self.n {
             g %= self.n;
         }
@@ -131,6 +143,19 @@ mod tests {
         let full: Vec<_> = Schedule::sized(50, Some(1), 0, Shard::default(), 0).unwrap().take(50);
         let tail: Vec<_> = Schedule::sized(50, Some(1), 0, Shard::default(), 20).unwrap().take(50);
         assert_eq!(&full[20..], &tail[..]);
+    }
+
+    #[test]
+    fn elastic_resume_covers_the_rest_exactly_once() {
+        // 4 ranks consume 3 records each, then the job resumes on 3 ranks.
+        let n = 50;
+        let mut seen: Vec<u64> = (0..4u64).flat_map(|r| Schedule::sized(n, Some(7), 1, Shard { id: r, of: 4, pad: false }, 0).unwrap().take(3)).map(|p| p.1).collect();
+        for r in 0..3 {
+            let mut s = Schedule::resumed(n, Some(7), 1, Shard { id: r, of: 3, pad: false }, 12, 0).unwrap();
+            seen.extend(s.take(u64::MAX).into_iter().map(|p| p.1));
+        }
+        seen.sort();
+        assert_eq!(seen, (0..n).collect::<Vec<_>>());
     }
 
     #[test]

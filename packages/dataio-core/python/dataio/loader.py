@@ -202,6 +202,7 @@ class Loader:
         self._context = context
         self._epoch = int(epoch)
         self._position = 0
+        self._global_offset = 0
         self._native: _native.NativeLoader | None = None
         self._last_stats: dict[str, Any] = {}
         self._closed = False
@@ -276,6 +277,7 @@ class Loader:
             shard_of=self._shard["of"],
             pad=self._shard["pad"],
             start=self._position,
+            global_offset=self._global_offset,
         )
 
     def _stop(self) -> None:
@@ -319,9 +321,7 @@ class Loader:
                     break
                 yield b
             # The epoch ended: the next iteration is the next epoch.
-            self._stop()
-            self._epoch += 1
-            self._position = 0
+            self._next_epoch()
         finally:
             self._iterating = False
 
@@ -332,9 +332,7 @@ class Loader:
             self._start()
         b = self._next_batch()
         if b is None:
-            self._stop()
-            self._epoch += 1
-            self._position = 0
+            self._next_epoch()
             raise StopIteration
         return b
 
@@ -373,6 +371,12 @@ class Loader:
 
     # -- epochs and checkpoints ---------------------------------------------
 
+    def _next_epoch(self) -> None:
+        self._stop()
+        self._epoch += 1
+        self._position = 0
+        self._global_offset = 0
+
     @property
     def epoch(self) -> int:
         return self._epoch
@@ -384,6 +388,7 @@ class Loader:
         self._stop()
         self._epoch = epoch
         self._position = 0
+        self._global_offset = 0
 
     def __len__(self) -> int:
         """Batches this rank gets in an epoch (sized sources with batch())."""
@@ -395,20 +400,31 @@ class Loader:
         return count // size if self._pipe.shape.drop_last else -(-count // size)
 
     def state_dict(self) -> dict[str, Any]:
-        """A small, JSON-serializable checkpoint of where this loader is."""
+        """A small, JSON-serializable checkpoint: where this rank is in the
+        epoch's global order. Its size does not depend on the dataset."""
         return {
             "version": 1,
             "signature": self._pipe.signature,
             "seed": self._seed,
             "epoch": self._epoch,
             "position": self._position,
+            "global_offset": self._global_offset,
+            # Records of the epoch's global order consumed by all ranks
+            # together, if every rank checkpoints at the same step.
+            "global_position": self._global_offset + self._position * self._shard["of"],
             "shard": dict(self._shard),
             "dataset_size": len(self._records) if _is_sequence(self._records) else None,
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Resume where ``state`` was taken: the next batch is the one that
-        would have come next, bit for bit."""
+        would have come next, bit for bit.
+
+        A state taken with another world size resumes elastically: the ranks
+        of the new world interleave over the part of the epoch's global order
+        that was not consumed yet. That is exact when every old rank saved its
+        state at the same step (the normal case with ``pad=True``): no record
+        is repeated or lost."""
         if not isinstance(state, dict) or state.get("version") != 1:
             raise CheckpointError("not a dataio loader state (expected version 1)")
         if state.get("signature") != self._pipe.signature:
@@ -421,11 +437,19 @@ class Loader:
         size = len(self._records) if _is_sequence(self._records) else None
         if state.get("dataset_size") != size:
             raise CheckpointError(f"this state was saved over {state.get('dataset_size')} records, this loader has {size}")
-        if state.get("shard") != self._shard:
-            raise CheckpointError(f"this state was saved for shard {state.get('shard')}, this loader is shard {self._shard}")
+        saved = state.get("shard") or {}
+        if saved.get("pad") != self._shard["pad"]:
+            raise CheckpointError(f"this state was saved with pad={saved.get('pad')}, this loader has pad={self._shard['pad']}")
         self._stop()
         self._epoch = int(state["epoch"])
-        self._position = int(state["position"])
+        if saved == self._shard:
+            self._position = int(state["position"])
+            self._global_offset = int(state.get("global_offset", 0))
+        else:
+            if size is None or self._pipe.shape.kind != "batch":
+                raise CheckpointError("resuming with another world size needs a sized record source and batch()")
+            self._position = 0
+            self._global_offset = int(state["global_position"])
 
     def stats(self) -> dict[str, Any]:
         """Counters and queue depths of the running (or last finished) epoch; cheap."""
