@@ -683,7 +683,9 @@ pub fn compile(json: &str) -> Result<Plan> {
                 return Err(Error::Plan(format!("unknown batch transform {name:?} (known: {})", crate::batch_ops::KNOWN.join(", "))));
             }
             let params = o.get("params").and_then(Json::as_object).cloned().unwrap_or_default();
-            Ok(BatchOp { name, params })
+            let op = BatchOp { name, params };
+            crate::batch_ops::validate(&op)?;
+            Ok(op)
         })
         .collect::<Result<Vec<_>>>()?;
     fields.insert("key".to_string());

@@ -577,7 +577,16 @@ fn process(sh: &Arc<Shared>, builder: &Arc<BatchBuilder>, row: usize, idx: u64, 
             return;
         }
         let seq = builder.seq;
-        let result = builder.finish(sh.opts.skip_errors);
+        let first_position = builder.rows.first().map(|r| r.position).unwrap_or(0);
+        let mut result = builder.finish(sh.opts.skip_errors);
+        if let Ok(batch) = &mut result {
+            if !sh.plan.batch_ops.is_empty() {
+                let seed = sh.opts.seed.unwrap_or(0);
+                if let Err(e) = crate::batch_ops::apply(&sh.plan.batch_ops, batch, seed, sh.opts.epoch, first_position) {
+                    result = Err(e);
+                }
+            }
+        }
         let _ = sh.tx.send(Msg::Batch(seq, result));
     }
 }

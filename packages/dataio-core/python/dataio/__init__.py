@@ -12,7 +12,7 @@ from . import errors
 from ._native import __version__
 from ._plugins import install_resolver as _install_resolver
 from .config import configure_credentials, configure_endpoint
-from . import capabilities, cond, plugins, transforms
+from . import batch_transforms, capabilities, cond, plugins, transforms
 from .errors import DataioError
 from .gds import gds_available, gds_info
 from .loader import Batch, Loader, from_sampler
@@ -55,6 +55,7 @@ __all__ = [
     "col",
     "cond",
     "transforms",
+    "batch_transforms",
     "from_sampler",
     "Batch",
     "Loader",

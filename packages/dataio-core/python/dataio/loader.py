@@ -392,10 +392,11 @@ class Loader:
 
     def __len__(self) -> int:
         """Batches this rank gets in an epoch (sized sources with batch())."""
-        native = self._native
-        count = native.rank_count if native is not None else None
-        if count is None or self._pipe.shape.kind != "batch":
+        if not _is_sequence(self._records) or self._pipe.shape.kind != "batch":
             raise TypeError("the number of batches is known only for sized record sources with batch()")
+        n = len(self._records) - self._global_offset
+        sid, of = self._shard["id"], self._shard["of"]
+        count = -(-n // of) if self._shard["pad"] else max(0, -(-(n - sid) // of))
         size = self._pipe.shape.size
         return count // size if self._pipe.shape.drop_last else -(-count // size)
 
