@@ -24,10 +24,17 @@ fn main() {
         let plan = dataio_engine::plan::compile(&format!(r#"{{"version":1,"slots":[{{"name":"image","ops":[{ops}]}}],"shape":{{"kind":"batch","size":1}}}}"#)).unwrap();
         let slot = &plan.slots[0];
         let rec = dataio_engine::exec::Record::default();
+        let mut row = vec![0u32; 3 * 224 * 224];
         let t0 = Instant::now();
         for f in &files {
             let key = SampleKey { seed: 0, epoch: 0, index: 0, slot: 0 };
-            run_slot(slot, SlotInput::Data(bytes::Bytes::copy_from_slice(f)), &rec, key, None, Dest { row: None, expect_shape: None }).unwrap();
+            let shape = slot.static_shape.clone();
+            let bytes_row: &mut [u8] = unsafe { std::slice::from_raw_parts_mut(row.as_mut_ptr() as *mut u8, row.len() * 4) };
+            let dest = match (&shape, slot.dtype) {
+                (Some(sh), Some(dt)) => Dest { row: Some(&mut bytes_row[..sh.iter().product::<usize>() * dt.size()]), expect_shape: Some(sh) },
+                _ => Dest { row: None, expect_shape: None },
+            };
+            run_slot(slot, SlotInput::Data(bytes::Bytes::copy_from_slice(f)), &rec, key, None, dest).unwrap();
         }
         println!("{label}: {:.0}/s", files.len() as f64 / t0.elapsed().as_secs_f64());
     }

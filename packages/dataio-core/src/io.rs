@@ -278,6 +278,15 @@ impl Reader {
         Ok(entries.into_iter().map(|e| (e.name, e.size)).collect())
     }
 
+    /// (name, size, data offset) of every regular file, for slicing the
+    /// reader's buffer without copying.
+    fn tar_index(&self, py: Python<'_>) -> PyResult<Vec<(String, u64, u64)>> {
+        let d = self.loaded(py)?;
+        let uri = self.uri.clone();
+        let entries = py.detach(|| archive::tar_entries(&uri, &d)).map_py(py)?;
+        Ok(entries.into_iter().map(|e| (e.name, e.size, e.offset)).collect())
+    }
+
     /// Iterates the content in chunks of `chunk_size` bytes.
     #[pyo3(signature = (chunk_size=8 << 20))]
     fn iter_chunks(slf: Bound<'_, Self>, chunk_size: usize) -> PyResult<ChunkIter> {

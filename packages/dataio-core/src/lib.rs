@@ -6,6 +6,7 @@ mod backends;
 mod buffers;
 mod dlpack;
 mod errors;
+mod formats;
 mod io;
 mod loader;
 mod report;
@@ -28,6 +29,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<loader::NativeLoader>()?;
     m.add_function(wrap_pyfunction!(loader::compile_plan, m)?)?;
     m.add_function(wrap_pyfunction!(dlpack::live_buffers, m)?)?;
+    m.add_function(wrap_pyfunction!(formats::decode_image, m)?)?;
+    m.add_function(wrap_pyfunction!(formats::tfrecord_split, m)?)?;
+    m.add_function(wrap_pyfunction!(formats::tfrecord_parse, m)?)?;
+    m.add_function(wrap_pyfunction!(formats::tfrecord_crc, m)?)?;
     m.add_function(wrap_pyfunction!(io::head, m)?)?;
     m.add_function(wrap_pyfunction!(io::read, m)?)?;
     m.add_function(wrap_pyfunction!(io::fetch_into, m)?)?;

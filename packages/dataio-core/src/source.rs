@@ -123,6 +123,27 @@ impl PySource {
     }
 }
 
+impl PySource {
+    fn take_columns(&self, py: Python<'_>, obj: &Bound<'_, PyAny>, indices: &[u64]) -> Result<Vec<Record>> {
+        let wrap = |e: PyErr| from_pyerr(py, e, None);
+        let cols = obj.call_method1("_dataio_take", (indices.to_vec(), self.fields.clone())).map_err(wrap)?;
+        let cols = cols.cast::<PyDict>().map_err(|_| Error::invalid("_dataio_take must return a dict of columns"))?;
+        let mut records: Vec<Record> = (0..indices.len()).map(|_| Record::default()).collect();
+        for name in &self.fields {
+            let Some(col) = cols.get_item(name).map_err(wrap)? else { continue };
+            for (row, v) in col.try_iter().map_err(wrap)?.enumerate() {
+                let v = v.map_err(wrap)?;
+                let value = to_value(&v).map_err(|e| Error::invalid(format!("column {name:?}, row {row}: {}", e.value(py))))?;
+                match records.get_mut(row) {
+                    Some(r) => r.fields.push((name.clone(), value)),
+                    None => return Err(Error::invalid(format!("column {name:?} has more rows than requested"))),
+                }
+            }
+        }
+        Ok(records)
+    }
+}
+
 impl RecordSource for PySource {
     fn len(&self) -> Option<u64> {
         self.len
@@ -131,6 +152,10 @@ impl RecordSource for PySource {
     fn get(&mut self, indices: &[u64]) -> Result<Vec<Record>> {
         Python::attach(|py| {
             let obj = self.obj.bind(py);
+            // Columnar sources hand over whole columns per chunk: no dict per row.
+            if self.prepare.is_none() && self.context.is_none() && obj.hasattr("_dataio_take").unwrap_or(false) {
+                return self.take_columns(py, obj, indices);
+            }
             indices
                 .iter()
                 .map(|&i| {

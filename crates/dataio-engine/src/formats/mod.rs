@@ -2,3 +2,4 @@
 
 pub mod npy;
 pub mod safetensors;
+pub mod tfrecord;

@@ -14,6 +14,20 @@ from ._plugins import install_resolver as _install_resolver
 from .config import configure_credentials, configure_endpoint
 from . import batch_transforms, capabilities, cond, plugins, transforms
 from .errors import DataioError
+from .formats import (
+    iter_tfrecord,
+    open_safetensors,
+    parquet_records,
+    read_image,
+    read_numpy,
+    read_parquet,
+    read_safetensors,
+    scan_parquet,
+    tar_records,
+    tfrecord_records,
+    write_safetensors,
+    write_tfrecord,
+)
 from .gds import gds_available, gds_info
 from .loader import Batch, Loader, from_sampler
 from .pipeline import Pipeline, batch, collate, group_by, map, pipeline, slot
@@ -61,6 +75,19 @@ __all__ = [
     "Loader",
     "gds_available",
     "gds_info",
+    # formats
+    "read_numpy",
+    "read_image",
+    "read_parquet",
+    "scan_parquet",
+    "parquet_records",
+    "iter_tfrecord",
+    "tfrecord_records",
+    "write_tfrecord",
+    "tar_records",
+    "write_safetensors",
+    "read_safetensors",
+    "open_safetensors",
     # IO
     "ObjectMeta",
     "Reader",

@@ -68,3 +68,35 @@ def gds_info() -> dict[str, Any]:
 
 def gds_available() -> bool:
     return bool(gds_info()["available"])
+
+
+def _plugin() -> Any:
+    try:
+        import dataio_gds  # noqa: F401
+    except ImportError:
+        return None
+    return getattr(dataio_gds, "read_into_device", None)
+
+
+def read_tensor_to_device(f: Any, key: str, device: str) -> Any:
+    """One tensor of an open safetensors file, on ``device``."""
+    require_cuda(device)
+    host = f.read(key, framework="torch")
+    return host.pin_memory().to(device, non_blocking=True)
+
+
+def read_safetensors_to_device(files: list[str], framework: str, device: str) -> dict[str, Any]:
+    """Every tensor of ``files`` on ``device``: GPUDirect Storage through the
+    dataio-gds plugin when it reports itself available, else pinned host
+    staging with asynchronous copies (the path taken is in ``gds_info()``)."""
+    require_cuda(device)
+    if framework != "torch":
+        raise InvalidArgumentError("device= placement needs framework='torch'")
+    from .formats.safetensors import SafetensorsFile
+
+    out: dict[str, Any] = {}
+    for uri in files:
+        f = SafetensorsFile(uri)
+        for key in f.keys():
+            out[key] = read_tensor_to_device(f, key, device)
+    return out

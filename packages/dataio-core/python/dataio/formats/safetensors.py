@@ -1,0 +1,543 @@
+"""safetensors: single files and Hugging Face-style sharded checkpoints.
+
+Reading a local file maps it copy-on-write and returns tensors that are
+views of the map (zero copy; pages come in as they are touched). Remote
+files are read with ranged reads straight into the destination tensors, on
+several threads. Every header is validated before any data is touched:
+size limits, dtype names, shapes against byte ranges, ranges inside the
+file, no overlaps or gaps.
+
+Writing is atomic per file (temp + rename), shards are named and indexed the
+way the Hugging Face ecosystem does (``model-00001-of-00003.safetensors`` and
+``model.safetensors.index.json`` with ``metadata.total_size`` and
+``weight_map``), and the index is written last.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import struct
+import threading
+from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from .. import uri as _uri
+from ..errors import CorruptDataError, InvalidArgumentError, NotFoundError
+from ..io import exists, fetch_into, glob, head, read, writer
+
+__all__ = ["write_safetensors", "read_safetensors", "open_safetensors", "SafetensorsFile", "parse_size"]
+
+MAX_HEADER = 100_000_000
+INDEX_NAME = "model.safetensors.index.json"
+SINGLE_NAME = "model.safetensors"
+_SHARD = re.compile(r"^model-\d{5}-of-\d{5}\.safetensors$")
+
+#: dtype name -> (bytes per element, numpy name or None, torch attribute)
+DTYPES: dict[str, tuple[int, str | None, str]] = {
+    "BOOL": (1, "bool", "bool"),
+    "U8": (1, "uint8", "uint8"),
+    "I8": (1, "int8", "int8"),
+    "F8_E5M2": (1, None, "float8_e5m2"),
+    "F8_E4M3": (1, None, "float8_e4m3fn"),
+    "I16": (2, "int16", "int16"),
+    "U16": (2, "uint16", "uint16"),
+    "F16": (2, "float16", "float16"),
+    "BF16": (2, None, "bfloat16"),
+    "I32": (4, "int32", "int32"),
+    "U32": (4, "uint32", "uint32"),
+    "F32": (4, "float32", "float32"),
+    "F64": (8, "float64", "float64"),
+    "I64": (8, "int64", "int64"),
+    "U64": (8, "uint64", "uint64"),
+}
+_RAW = {1: "uint8", 2: "uint16"}
+
+
+def parse_size(size: int | str) -> int:
+    """``"5GB"``, ``"500MB"``, ``"2GiB"`` or an int number of bytes."""
+    if isinstance(size, int) and not isinstance(size, bool):
+        if size <= 0:
+            raise InvalidArgumentError(f"max_shard_size must be positive, got {size}")
+        return size
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?i?B)\s*", str(size), re.IGNORECASE)
+    if not m:
+        raise InvalidArgumentError(f"max_shard_size must be bytes or like '5GB'/'500MB', got {size!r}")
+    value, unit = float(m.group(1)), m.group(2).upper()
+    scale = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}[unit]
+    return int(value * scale)
+
+
+# -- header -------------------------------------------------------------------
+
+
+class _Entry:
+    __slots__ = ("name", "dtype", "shape", "begin", "end")
+
+    def __init__(self, name: str, dtype: str, shape: list[int], begin: int, end: int) -> None:
+        self.name, self.dtype, self.shape, self.begin, self.end = name, dtype, shape, begin, end
+
+    @property
+    def nbytes(self) -> int:
+        return self.end - self.begin
+
+
+def _parse_header(uri: str, prefix: bytes, file_size: int) -> tuple[int, dict[str, _Entry], dict[str, str]]:
+    """Validates the header; returns (data start, entries, metadata)."""
+
+    def bad(msg: str) -> CorruptDataError:
+        return CorruptDataError(f"{uri}: invalid safetensors file: {msg}")
+
+    if len(prefix) < 8 or file_size < 8:
+        raise bad(f"{file_size} bytes is too short for the 8-byte header length")
+    (n,) = struct.unpack("<Q", prefix[:8])
+    if n > MAX_HEADER:
+        raise bad(f"the header claims {n} bytes (limit {MAX_HEADER})")
+    if 8 + n > file_size:
+        raise bad(f"the header claims {n} bytes but the file has {file_size - 8} after the length (truncated?)")
+    raw = prefix[8 : 8 + n]
+    if len(raw) < n:
+        raise bad("the header is truncated")
+    try:
+        header = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise bad(f"the header is not valid UTF-8 JSON ({e})") from None
+    if not isinstance(header, dict):
+        raise bad("the header is not a JSON object")
+    meta = header.pop("__metadata__", None) or {}
+    if not isinstance(meta, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in meta.items()):
+        raise bad("__metadata__ must map strings to strings")
+    data_start = 8 + n
+    data_len = file_size - data_start
+    entries: dict[str, _Entry] = {}
+    for name, info in header.items():
+        if not isinstance(info, dict):
+            raise bad(f"tensor {name!r}: entry is not an object")
+        dtype, shape, offsets = info.get("dtype"), info.get("shape"), info.get("data_offsets")
+        if dtype not in DTYPES:
+            raise bad(f"tensor {name!r}: unknown dtype {dtype!r}")
+        if not isinstance(shape, list) or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
+            raise bad(f"tensor {name!r}: shape must be a list of non-negative integers, got {shape!r}")
+        if not (isinstance(offsets, list) and len(offsets) == 2 and all(isinstance(o, int) and not isinstance(o, bool) for o in offsets)):
+            raise bad(f"tensor {name!r}: data_offsets must be [begin, end]")
+        begin, end = offsets
+        if not 0 <= begin <= end <= data_len:
+            raise bad(f"tensor {name!r}: bytes [{begin}, {end}) lie outside the data section ({data_len} bytes)")
+        count = 1
+        for d in shape:
+            count *= d
+        if count * DTYPES[dtype][0] != end - begin:
+            raise bad(f"tensor {name!r}: shape {shape} of {dtype} needs {count * DTYPES[dtype][0]} bytes, the offsets give {end - begin}")
+        entries[name] = _Entry(name, dtype, shape, begin, end)
+    spans = sorted((e.begin, e.end, e.name) for e in entries.values())
+    pos = 0
+    for begin, end, name in spans:
+        if begin < pos:
+            raise bad(f"tensor {name!r} overlaps the previous tensor (bytes {begin} < {pos})")
+        if begin > pos:
+            raise bad(f"a gap of {begin - pos} bytes before tensor {name!r}")
+        pos = end
+    if pos != data_len:
+        raise bad(f"{data_len - pos} trailing bytes after the last tensor")
+    return data_start, entries, meta
+
+
+# -- reading ------------------------------------------------------------------
+
+
+def _framework(framework: str) -> str:
+    if framework in ("torch", "pt", "pytorch"):
+        return "torch"
+    if framework in ("numpy", "np"):
+        return "numpy"
+    raise InvalidArgumentError(f"framework must be 'torch' or 'numpy', got {framework!r}")
+
+
+def _torch_dtype(dtype: str) -> Any:
+    import torch
+
+    return getattr(torch, DTYPES[dtype][2])
+
+
+def _numpy_dtype(dtype: str, uri: str) -> Any:
+    import numpy as np
+
+    name = DTYPES[dtype][1]
+    if name is None:
+        try:
+            import ml_dtypes
+
+            return np.dtype(getattr(ml_dtypes, {"BF16": "bfloat16", "F8_E4M3": "float8_e4m3fn", "F8_E5M2": "float8_e5m2"}[dtype]))
+        except ImportError:
+            raise InvalidArgumentError(
+                f"{uri}: numpy has no {dtype} dtype; read with framework='torch' or install ml_dtypes"
+            ) from None
+    return np.dtype(name).newbyteorder("<")
+
+
+class SafetensorsFile:
+    """One safetensors file: ``keys()``, ``metadata()``, ``read(key=...)`` and
+    ``get_slice(key)[a:b]`` (reads only the rows asked for). A context manager."""
+
+    def __init__(self, uri: str) -> None:
+        self.uri = uri
+        self._local = _uri.local_path(uri)
+        self._lock = threading.Lock()
+        self._map: Any = None
+        self._storage: Any = None
+        meta = head(uri)  # typed errors: missing file, directory
+        if meta.is_dir:
+            raise InvalidArgumentError(f"{uri} is a directory; use read_safetensors() for checkpoint directories")
+        if self._local is not None:
+            size = meta.size
+            with open(self._local, "rb") as f:
+                prefix = f.read(8)
+                if len(prefix) == 8:
+                    (n,) = struct.unpack("<Q", prefix)
+                    prefix += f.read(min(n, MAX_HEADER))
+        else:
+            size = meta.size
+            first = read(uri, 0, min(8, size))
+            n = struct.unpack("<Q", first)[0] if len(first) == 8 else 0
+            prefix = first + (read(uri, 8, min(n, max(size - 8, 0), MAX_HEADER)) if len(first) == 8 and n <= MAX_HEADER else b"")
+        self.size = size
+        self._data_start, self._entries, self._meta = _parse_header(uri, prefix, size)
+
+    def keys(self) -> list[str]:
+        return list(self._entries)
+
+    def metadata(self) -> dict[str, str]:
+        return dict(self._meta)
+
+    def dtype(self, key: str) -> str:
+        return self._entry(key).dtype
+
+    def shape(self, key: str) -> list[int]:
+        return list(self._entry(key).shape)
+
+    def _entry(self, key: str) -> _Entry:
+        try:
+            return self._entries[key]
+        except KeyError:
+            raise NotFoundError(f"{self.uri}: no tensor {key!r} (it has {len(self._entries)}: {', '.join(list(self._entries)[:8])}…)") from None
+
+    def _torch_storage(self) -> Any:
+        import torch
+
+        with self._lock:
+            if self._storage is None:
+                self._storage = torch.UntypedStorage.from_file(self._local, shared=False, nbytes=self.size)
+            return self._storage
+
+    def _numpy_map(self) -> Any:
+        import numpy as np
+
+        with self._lock:
+            if self._map is None:
+                self._map = np.memmap(self._local, dtype=np.uint8, mode="c", shape=(self.size,))
+            return self._map
+
+    def read(self, key: str, framework: str = "torch", device: str | None = None) -> Any:
+        """One tensor. Local files: a zero-copy (copy-on-write) view of the map."""
+        fw = _framework(framework)
+        e = self._entry(key)
+        if device not in (None, "cpu"):
+            from .. import gds
+
+            return gds.read_tensor_to_device(self, key, device)
+        if self._local is not None:
+            return self._view(e, fw)
+        out = self._empty(e, fw)
+        self._fill(e, out, fw)
+        return out
+
+    def _view(self, e: _Entry, fw: str) -> Any:
+        offset = self._data_start + e.begin
+        if fw == "torch":
+            import torch
+
+            dtype = _torch_dtype(e.dtype)
+            size = DTYPES[e.dtype][0]
+            if offset % size:
+                # Misaligned (a writer that did not pad the header): copy.
+                data = bytearray(self._numpy_map()[offset : offset + e.nbytes])
+                return torch.frombuffer(data, dtype=torch.uint8).view(dtype).reshape(e.shape) if e.nbytes else torch.empty(e.shape, dtype=dtype)
+            t = torch.empty(0, dtype=dtype)
+            t.set_(self._torch_storage(), offset // size, e.shape, _contiguous_strides(e.shape))
+            return t
+        import numpy as np
+
+        return np.ndarray(e.shape, dtype=_numpy_dtype(e.dtype, self.uri), buffer=self._numpy_map(), offset=offset)
+
+    def _empty(self, e: _Entry, fw: str) -> Any:
+        if fw == "torch":
+            import torch
+
+            return torch.empty(e.shape, dtype=_torch_dtype(e.dtype))
+        import numpy as np
+
+        return np.empty(e.shape, dtype=_numpy_dtype(e.dtype, self.uri))
+
+    def _fill(self, e: _Entry, out: Any, fw: str, begin: int = 0, end: int | None = None) -> None:
+        """Reads bytes [begin, end) of tensor ``e`` straight into ``out``."""
+        end = e.nbytes if end is None else end
+        if end == begin:
+            return
+        if fw == "torch":
+            import torch
+
+            buf = out.view(-1).view(torch.uint8).numpy() if out.dim() else out.reshape(1).view(torch.uint8).numpy()
+        else:
+            buf = out.reshape(-1).view("uint8")
+        fetch_into(self.uri, buf, offset=self._data_start + e.begin + begin, size=end - begin)
+
+    def get_slice(self, key: str) -> _Slice:
+        """``get_slice(key)[a:b]`` reads rows ``a..b`` of the first axis only."""
+        return _Slice(self, self._entry(key))
+
+    def tensors(self, framework: str = "torch") -> dict[str, Any]:
+        fw = _framework(framework)
+        if self._local is not None:
+            return {k: self._view(e, fw) for k, e in self._entries.items()}
+        out = {k: self._empty(e, fw) for k, e in self._entries.items()}
+        with ThreadPoolExecutor(max_workers=min(16, max(1, len(out)))) as pool:
+            list(pool.map(lambda kv: self._fill(self._entries[kv[0]], kv[1], fw), out.items()))
+        return out
+
+    def close(self) -> None:
+        self._map = None
+        self._storage = None
+
+    def __enter__(self) -> SafetensorsFile:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __repr__(self) -> str:
+        return f"<dataio.SafetensorsFile {self.uri!r}: {len(self._entries)} tensors>"
+
+
+def _contiguous_strides(shape: list[int]) -> list[int]:
+    strides, acc = [], 1
+    for d in reversed(shape):
+        strides.append(acc)
+        acc *= max(d, 1)
+    return list(reversed(strides))
+
+
+class _Slice:
+    def __init__(self, f: SafetensorsFile, e: _Entry) -> None:
+        self._f, self._e = f, e
+
+    @property
+    def shape(self) -> list[int]:
+        return list(self._e.shape)
+
+    def __getitem__(self, index: Any) -> Any:
+        e = self._e
+        rest: tuple = ()
+        if isinstance(index, tuple):
+            index, rest = index[0], index[1:]
+        if isinstance(index, int):
+            index = slice(index, index + 1 if index != -1 else None)
+            squeeze = True
+        else:
+            squeeze = False
+        if not isinstance(index, slice) or index.step not in (None, 1) or not e.shape:
+            raise InvalidArgumentError("get_slice supports a[start:stop] (and an int) on the first axis, then any numpy/torch indexing")
+        start, stop, _ = index.indices(e.shape[0])
+        stop = max(start, stop)
+        row = e.nbytes // e.shape[0] if e.shape[0] else 0
+        sub = _Entry(e.name, e.dtype, [stop - start, *e.shape[1:]], e.begin + start * row, e.begin + stop * row)
+        out = self._f._empty(sub, "torch")
+        if self._f._local is not None:
+            out.copy_(self._f._view(sub, "torch"))
+        else:
+            self._f._fill(e, out, "torch", start * row, stop * row)
+        if squeeze:
+            out = out[0]
+        return out[rest] if rest else out
+
+
+def open_safetensors(uri: str) -> SafetensorsFile:
+    """Open one safetensors file (local, or any scheme with ranged reads)."""
+    return SafetensorsFile(uri)
+
+
+def _shard_files(path: str) -> list[str]:
+    """The safetensors files of a file or a (sharded) checkpoint directory."""
+    if path.endswith(".safetensors"):
+        return [path]
+    index = _uri.join(path, INDEX_NAME)
+    if exists(index):
+        try:
+            weight_map = json.loads(read(index))["weight_map"]
+        except (ValueError, KeyError, TypeError) as e:
+            raise CorruptDataError(f"{index}: not a safetensors index ({e})") from None
+        return [_uri.join(path, f) for f in dict.fromkeys(weight_map.values())]
+    single = _uri.join(path, SINGLE_NAME)
+    if exists(single):
+        return [single]
+    pattern = path.rstrip("/") + "/*.safetensors"
+    files = glob(pattern)
+    if not files:
+        raise NotFoundError(f"{path}: no .safetensors files and no {INDEX_NAME}")
+    return files
+
+
+def read_safetensors(path: str, framework: str = "torch", device: str | None = None) -> dict[str, Any]:
+    """All tensors of a file or a sharded checkpoint directory.
+
+    Local files give zero-copy views of copy-on-write maps; remote files are
+    read into fresh tensors with parallel ranged reads. ``device="cuda:N"``
+    goes through GPUDirect Storage when available (see ``dataio.gds_info()``).
+    """
+    fw = _framework(framework)
+    if device not in (None, "cpu"):
+        from .. import gds
+
+        return gds.read_safetensors_to_device(_shard_files(path), fw, device)
+    out: dict[str, Any] = {}
+    for f in _shard_files(path):
+        tensors = SafetensorsFile(f).tensors(fw)
+        dup = out.keys() & tensors.keys()
+        if dup:
+            raise CorruptDataError(f"{f}: tensor {sorted(dup)[0]!r} also appears in another shard")
+        out.update(tensors)
+    return out
+
+
+# -- writing ------------------------------------------------------------------
+
+
+def _as_bytes(name: str, t: Any) -> tuple[str, list[int], Any]:
+    """(dtype, shape, a contiguous uint8 buffer) of a torch tensor or numpy array."""
+    mod = type(t).__module__
+    if mod.startswith("torch"):
+        import torch
+
+        names = {getattr(torch, v[2], None): k for k, v in DTYPES.items() if getattr(torch, v[2], None) is not None}
+        dtype = names.get(t.dtype)
+        if dtype is None:
+            raise InvalidArgumentError(f"tensor {name!r}: dtype {t.dtype} has no safetensors equivalent")
+        c = t.detach().to("cpu").contiguous()
+        shape = list(c.shape)
+        flat = c.reshape(-1)
+        raw = flat.view(torch.uint8) if flat.element_size() > 1 or flat.dtype != torch.uint8 else flat
+        return dtype, shape, raw.numpy()
+    import numpy as np
+
+    a = np.asarray(t)
+    kinds = {np.dtype(v[1]).newbyteorder("<"): k for k, v in DTYPES.items() if v[1] is not None}
+    key = a.dtype.newbyteorder("<") if a.dtype.byteorder in ("=", "|", "<") else None
+    dtype = kinds.get(key) if key is not None else None
+    if dtype is None:
+        if a.dtype.name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+            dtype = {"bfloat16": "BF16", "float8_e4m3fn": "F8_E4M3", "float8_e5m2": "F8_E5M2"}[a.dtype.name]
+        else:
+            raise InvalidArgumentError(f"tensor {name!r}: numpy dtype {a.dtype} has no safetensors equivalent")
+    c = np.ascontiguousarray(a)
+    return dtype, list(c.shape), c.reshape(-1).view(np.uint8)
+
+
+def _write_file(uri: str, items: list[tuple[str, str, list[int], Any]], metadata: Mapping[str, str] | None) -> int:
+    header: dict[str, Any] = {}
+    if metadata:
+        header["__metadata__"] = {str(k): str(v) for k, v in metadata.items()}
+    offset = 0
+    for name, dtype, shape, buf in items:
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + buf.nbytes]}
+        offset += buf.nbytes
+    raw = json.dumps(header, separators=(",", ":")).encode()
+    raw += b" " * (-(8 + len(raw)) % 8)
+    with writer(uri) as w:
+        w.write(struct.pack("<Q", len(raw)) + raw)
+        for _, _, _, buf in items:
+            if buf.nbytes:
+                w.write(buf)
+    return offset
+
+
+def write_safetensors(
+    path: str,
+    state_dict: Mapping[str, Any],
+    max_shard_size: int | str = "5GB",
+    metadata: Mapping[str, str] | None = None,
+) -> list[str]:
+    """Write ``state_dict`` as one ``.safetensors`` file (``path`` ends in
+    ``.safetensors``) or as a checkpoint directory: ``model.safetensors`` when
+    it fits in one shard, else ``model-0000i-of-0000N.safetensors`` plus
+    ``model.safetensors.index.json``. Each file appears atomically; the index
+    comes last, so a reader never sees an index naming missing shards.
+    Returns the URIs written."""
+    if not isinstance(state_dict, Mapping):
+        raise InvalidArgumentError("state_dict must be a mapping of names to tensors")
+    limit = parse_size(max_shard_size)
+    items = []
+    for name, t in state_dict.items():
+        if not isinstance(name, str):
+            raise InvalidArgumentError(f"tensor names must be strings, got {name!r}")
+        if name == "__metadata__":
+            raise InvalidArgumentError("'__metadata__' is reserved; pass metadata=")
+        items.append((name, *_as_bytes(name, t)))
+    if path.endswith(".safetensors"):
+        _write_file(path, items, metadata)
+        return [path]
+    shards: list[list[tuple[str, str, list[int], Any]]] = [[]]
+    size = 0
+    for item in items:
+        nbytes = item[3].nbytes
+        if shards[-1] and size + nbytes > limit:
+            shards.append([])
+            size = 0
+        shards[-1].append(item)
+        size += nbytes
+    written: list[str] = []
+    from .._progress import Progress
+
+    with Progress(len(shards), "writing shards", "shard") as bar:
+        if len(shards) == 1:
+            uri = _uri.join(path, SINGLE_NAME)
+            _write_file(uri, shards[0], metadata)
+            written.append(uri)
+            bar.update()
+        else:
+            weight_map: dict[str, str] = {}
+            total = 0
+            n = len(shards)
+            for i, shard in enumerate(shards, 1):
+                name = f"model-{i:05d}-of-{n:05d}.safetensors"
+                total += _write_file(_uri.join(path, name), shard, metadata)
+                weight_map.update({item[0]: name for item in shard})
+                written.append(_uri.join(path, name))
+                bar.update()
+            index = {"metadata": {"total_size": total, **({k: v for k, v in metadata.items()} if metadata else {})}, "weight_map": weight_map}
+            index_uri = _uri.join(path, INDEX_NAME)
+            with writer(index_uri) as w:
+                w.write(json.dumps(index, indent=2, sort_keys=True).encode())
+            written.append(index_uri)
+    _remove_stale_shards(path, written)
+    return written
+
+
+def _remove_stale_shards(path: str, written: list[str]) -> None:
+    local = _uri.local_path(path)
+    if local is None or not os.path.isdir(local):
+        return
+    keep = {os.path.basename(w) for w in written}
+    for name in os.listdir(local):
+        if _SHARD.match(name) and name not in keep:
+            os.remove(os.path.join(local, name))
+    if SINGLE_NAME not in keep and INDEX_NAME in keep and os.path.exists(os.path.join(local, SINGLE_NAME)):
+        os.remove(os.path.join(local, SINGLE_NAME))
+    if INDEX_NAME not in keep and os.path.exists(os.path.join(local, INDEX_NAME)):
+        os.remove(os.path.join(local, INDEX_NAME))
