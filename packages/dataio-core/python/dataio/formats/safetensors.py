@@ -365,7 +365,8 @@ class _Slice:
             self._f._fill(e, out, "torch", start * row, stop * row)
         if squeeze:
             out = out[0]
-        return out[rest] if rest else out
+            return out[rest] if rest else out
+        return out[(slice(None), *rest)] if rest else out
 
 
 def open_safetensors(uri: str) -> SafetensorsFile:
