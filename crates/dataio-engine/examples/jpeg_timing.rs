@@ -6,12 +6,12 @@ fn main() {
     let dir = std::env::args().nth(1).expect("folder");
     let mut files: Vec<Vec<u8>> = std::fs::read_dir(dir).unwrap().map(|e| std::fs::read(e.unwrap().path()).unwrap()).collect();
     files.truncate(200);
-    for denom in [1u32, 2, 4] {
+    for num in [8u32, 7, 6, 5, 4, 2] {
         let t0 = Instant::now();
         for f in &files {
-            let _ = jpeg::decode(f, jpeg::Mode::Rgb, 1 << 30, |_| Ok(jpeg::DecodePlan { scale_denom: denom, roi: None })).unwrap();
+            let _ = jpeg::decode(f, jpeg::Mode::Rgb, 1 << 30, |_| Ok(jpeg::DecodePlan { scale_num: num, roi: None })).unwrap();
         }
-        println!("denom {denom}: {:.0}/s", files.len() as f64 / t0.elapsed().as_secs_f64());
+        println!("scale {num}/8: {:.0}/s", files.len() as f64 / t0.elapsed().as_secs_f64());
     }
     use dataio_engine::exec::slot::{run_slot, Dest, SampleKey, SlotInput};
     for (label, ops) in [

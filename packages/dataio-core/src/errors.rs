@@ -38,9 +38,11 @@ fn class_name(kind: ErrorKind) -> &'static str {
 pub fn to_pyerr(py: Python<'_>, err: Error) -> PyErr {
     // One of our own exceptions raised in Python code (a plugin, the
     // registry) travels back unchanged.
-    if let Error::Foreign { payload, .. } = &err {
+    if let Error::Foreign { payload, uri, .. } = &err {
         if let Some(e) = payload.0.downcast_ref::<PyErr>() {
-            if is_ours(py, e) {
+            // Ours, or raised by user code (no URI: not a storage backend):
+            // the same exception comes back.
+            if is_ours(py, e) || uri.is_none() {
                 return e.clone_ref(py);
             }
         }

@@ -95,8 +95,14 @@ impl PySource {
 
     fn convert(&self, py: Python<'_>, raw: Bound<'_, PyAny>, position: u64) -> Result<Record> {
         let wrap = |e: PyErr| from_pyerr(py, e, None);
+        // A user function's exception is the user's to see, unchanged, with a note.
+        let user = |e: PyErr, what: &str| {
+            let note = format!("dataio: raised by the {what} function for the record at position {position}");
+            let _ = e.value(py).call_method1("add_note", (note,));
+            from_pyerr(py, e, None)
+        };
         let rec = match &self.prepare {
-            Some(f) => f.bind(py).call1((raw,)).map_err(wrap)?,
+            Some(f) => f.bind(py).call1((raw,)).map_err(|e| user(e, "dataio.map record"))?,
             None => raw,
         };
         let dict = rec.cast::<PyDict>().map_err(|_| {
@@ -114,7 +120,7 @@ impl PySource {
         }
         let context = match &self.context {
             Some(f) => {
-                let c = f.bind(py).call1((dict,)).map_err(wrap)?;
+                let c = f.bind(py).call1((dict,)).map_err(|e| user(e, "context="))?;
                 Some(Arc::new(c.unbind()) as dataio_engine::exec::record::Context)
             }
             None => None,

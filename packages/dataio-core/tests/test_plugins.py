@@ -141,7 +141,8 @@ class TestNativeAbiBackend(BackendConformance):
     """A backend handed over as a v1 C-ABI capsule, like a plugin's native module does."""
 
     @pytest.fixture(scope="class", autouse=True)
-    def registered(self) -> None:
+    @classmethod
+    def registered(cls) -> None:
         if "abimem" not in list_backends():
             register_backend("abimem", dataio._native._abi_memory_backend)
 

@@ -3,8 +3,8 @@
 //! asks the caller for a plan (DCT-domain scale, region of interest), then
 //! decodes only what the plan needs:
 //!
-//! * `scale_denom` 2, 4 or 8 makes the IDCT produce a 1/2, 1/4 or 1/8 size
-//!   image directly (no full-size decode, no resample of the full image);
+//! * `scale_num` 4, 2 or 1 (over 8) makes the IDCT produce a 1/2, 1/4 or 1/8
+//!   size image directly (no full-size decode, no resample of the full image);
 //! * a region of interest skips the IDCT of rows above and below it
 //!   (`jpeg_skip_scanlines`) and of columns outside it (`jpeg_crop_scanline`,
 //!   aligned down to the iMCU grid, so the returned origin is reported).
@@ -32,8 +32,9 @@ pub struct JpegHeader {
 /// How to decode, chosen from the header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DecodePlan {
-    /// 1, 2, 4 or 8: decode at 1/`scale_denom` of full size.
-    pub scale_denom: u32,
+    /// Decode at `scale_num`/8 of full size (1..=8; 8 is full size). The
+    /// IDCT produces the scaled image directly; 1, 2 and 4 use SIMD kernels.
+    pub scale_num: u32,
     /// Region in *scaled* coordinates (x, y, w, h); None decodes everything.
     pub roi: Option<(u32, u32, u32, u32)>,
 }
@@ -205,8 +206,8 @@ pub fn decode(
                 return Err(Error::Cancelled);
             }
         };
-        c.scale_num = 1;
-        c.scale_denom = p.scale_denom.clamp(1, 8);
+        c.scale_num = p.scale_num.clamp(1, 8);
+        c.scale_denom = 8;
         c.dct_method = J_DCT_METHOD::JDCT_ISLOW;
         c.out_color_space = if cmyk {
             J_COLOR_SPACE::JCS_CMYK

@@ -338,7 +338,12 @@ class Loader:
 
     def _next_batch(self) -> Batch | None:
         assert self._native is not None
-        raw = self._native.next_batch()
+        try:
+            raw = self._native.next_batch()
+        except RowError as e:
+            # on_failure="raise": the error still goes to the log first.
+            self._report(e)
+            raise
         if raw is None:
             return None
         self._position = raw.end_position
@@ -357,17 +362,21 @@ class Loader:
 
             slots = to_device(slots, self._device)
         errors = raw.errors()
-        if errors and self._log:
-            for e in errors:
-                if callable(self._log):
-                    self._log(e)
-                else:
-                    row_logger.warning("skipped %s", e)
+        for e in errors:
+            self._report(e)
         context = raw.contexts() if self._context is not None else None
         batch: Any = Batch(slots, raw.keys, raw.indices, errors, context)
         for m in self._pipe.batch_maps:
             batch = m.fn(batch)
         return batch
+
+    def _report(self, e: RowError) -> None:
+        if not self._log:
+            return
+        if callable(self._log) and self._log is not True:
+            self._log(e)
+        else:
+            row_logger.warning("%s %s", "skipped" if self._skip else "failed", e)
 
     # -- epochs and checkpoints ---------------------------------------------
 

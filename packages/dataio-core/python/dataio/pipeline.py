@@ -67,7 +67,9 @@ class _Branch(_Frozen):
         }
 
     def __repr__(self) -> str:
-        return f"when({self.pred!r}).then({', '.join(map(repr, self.then_ops))}).otherwise({', '.join(map(repr, self.otherwise_ops))})"
+        then = ", ".join(repr(o) for o in self.then_ops)
+        other = ", ".join(repr(o) for o in self.otherwise_ops)
+        return f"when({self.pred!r}).then({then}).otherwise({other})"
 
     def __reduce__(self) -> Any:
         return (_Branch, (self.pred, self.then_ops, self.otherwise_ops))

@@ -10,6 +10,7 @@ where the pipeline is written.
 from __future__ import annotations
 
 import json
+import types
 from collections.abc import Mapping
 from typing import Any
 
@@ -96,7 +97,7 @@ class Op:
 
     def __init__(self, name: str, params: Mapping[str, Any] | None = None) -> None:
         object.__setattr__(self, "name", name)
-        object.__setattr__(self, "params", dict(params or {}))
+        object.__setattr__(self, "params", types.MappingProxyType(dict(params or {})))
 
     def __setattr__(self, key: str, value: Any) -> None:
         raise AttributeError("Op is immutable")
@@ -125,7 +126,7 @@ class Op:
         return hash(json.dumps(self.to_json(), sort_keys=True, default=str))
 
     def __reduce__(self) -> Any:
-        return (Op, (self.name, self.params))
+        return (Op, (self.name, dict(self.params)))
 
 
 def _check(name: str, spec: Mapping[str, Param], params: dict[str, Any]) -> dict[str, Any]:
