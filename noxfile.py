@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tomllib
 from pathlib import Path
 
 import nox
@@ -28,6 +29,9 @@ CORE = ROOT / "packages" / "dataio-core"
 PACKAGES = sorted(p.parent for p in ROOT.glob("packages/*/pyproject.toml"))
 PLUGINS = [p for p in PACKAGES if p != CORE]
 TEST_PLUGINS = sorted(p.parent for p in CORE.glob("tests/plugins/*/pyproject.toml"))
+# Plain-Rust crates (engine, ABI, shared plugin code) are tested with cargo;
+# the pyo3 crates of the packages are tested through pytest.
+RUST_CRATES = sorted(tomllib.loads(p.read_text())["package"]["name"] for p in ROOT.glob("crates/*/Cargo.toml"))
 CARGO_PROFILE = "ci"
 PYTHON = "3.11"
 
@@ -74,9 +78,11 @@ def tests(session: nox.Session) -> None:
     install_dataio(session, "test")
     if not session.posargs:
         session.run(
-            "cargo", "test", "--workspace", "--exclude", "dataio-python", "--profile", CARGO_PROFILE, "--quiet",
+            "cargo", "test", *(arg for c in RUST_CRATES for arg in ("-p", c)), "--profile", CARGO_PROFILE, "--quiet",
             external=True,
         )
+        # The stubs are the docs of the native layer: keep them honest.
+        session.run("python", "-m", "mypy.stubtest", "dataio._native", "--ignore-missing-stub")
     targets = [Path(p) for p in session.posargs] or PACKAGES
     for pkg in targets:
         tests_dir = (ROOT / pkg / "tests") if (ROOT / pkg / "tests").is_dir() else ROOT / pkg

@@ -347,7 +347,7 @@ impl Reader {
     }
 }
 
-#[pyclass(module = "dataio")]
+#[pyclass(module = "dataio._native", name = "ChunkIter")]
 pub struct ChunkIter {
     reader: Py<Reader>,
     pos: Mutex<u64>,

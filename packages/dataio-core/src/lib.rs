@@ -22,6 +22,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<io::ObjectMeta>()?;
     m.add_class::<io::Reader>()?;
     m.add_class::<io::Writer>()?;
+    m.add_class::<io::ChunkIter>()?;
     m.add_class::<backends::NativeBackend>()?;
     m.add_class::<dlpack::PyTensor>()?;
     m.add_class::<loader::CompiledPlan>()?;
