@@ -57,12 +57,16 @@ def gds_info() -> dict[str, Any]:
     cuda = _cuda_reason()
     if cuda is not None:
         reasons.append(cuda)
+    plugin = _plugin_module()
+    if plugin is None:
+        reasons.append("the dataio-gds plugin is not installed (pip install 'dataio[gds]')")
     return {
         "available": not reasons,
         "reason": "; ".join(reasons) if reasons else None,
         "cufile": cufile,
         "cuda_driver": driver,
-        "path": "gds" if not reasons else None,
+        # The path the last device read took: "gds", "staged", or None.
+        "path": getattr(getattr(plugin, "reader", None), "last_path", None) if plugin else None,
     }
 
 
@@ -70,12 +74,12 @@ def gds_available() -> bool:
     return bool(gds_info()["available"])
 
 
-def _plugin() -> Any:
+def _plugin_module() -> Any:
     try:
-        import dataio_gds  # noqa: F401
+        import dataio_gds
     except ImportError:
         return None
-    return getattr(dataio_gds, "read_into_device", None)
+    return dataio_gds
 
 
 def read_tensor_to_device(f: Any, key: str, device: str) -> Any:
@@ -92,6 +96,9 @@ def read_safetensors_to_device(files: list[str], framework: str, device: str) ->
     require_cuda(device)
     if framework != "torch":
         raise InvalidArgumentError("device= placement needs framework='torch'")
+    plugin = _plugin_module()
+    if plugin is not None:
+        return plugin.read_into_device(files, device)
     from .formats.safetensors import SafetensorsFile
 
     out: dict[str, Any] = {}

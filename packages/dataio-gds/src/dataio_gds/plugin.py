@@ -1,13 +1,18 @@
-"""Entry-point module of dataio-gds: registers its schemes and its report row."""
+"""Entry-point module of dataio-gds: its report row."""
 
 from __future__ import annotations
 
-from dataio.errors import UnsupportedOperationError
 from dataio.hookspecs import hookimpl
-
-from . import __version__
 
 
 @hookimpl
 def dataio_register_capabilities(register) -> None:
-    register("dataio-gds", lambda: {"status": "not implemented yet", "detail": "GPUDirect Storage (cuFile) reads for device='cuda:N'", "schemes": []})
+    def row() -> dict:
+        from .cufile import probe
+
+        p = probe()
+        if p["available"]:
+            return {"status": "ok", "detail": f"cuFile {p.get('version') or '?'} at {p['path']}; nvidia-fs {'present' if p['nvidia_fs'] else 'absent (compat mode)'}"}
+        return {"status": "unavailable", "detail": p["reason"]}
+
+    register("dataio-gds", row)
