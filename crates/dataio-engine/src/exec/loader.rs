@@ -146,8 +146,11 @@ pub struct Loader {
     total: Option<u64>,
     failed: Option<Error>,
     started: Instant,
-    /// Rank position after the last delivered batch (submit order).
+    /// Rank position after the longest delivered prefix of batches.
     position: u64,
+    /// End positions of batches delivered ahead of that prefix (completion order).
+    delivered_ahead: BTreeMap<u64, u64>,
+    prefix_seq: u64,
     rank_count: Option<u64>,
 }
 
@@ -224,6 +227,8 @@ impl Loader {
             failed: None,
             started: Instant::now(),
             position: opts.start,
+            delivered_ahead: BTreeMap::new(),
+            prefix_seq: 0,
             rank_count,
         })
     }
@@ -249,7 +254,7 @@ impl Loader {
                 return match result {
                     Ok(b) => {
                         self.shared.counters.batches_delivered.fetch_add(1, Ordering::Relaxed);
-                        self.position = self.position.max(b.end_position);
+                        self.delivered(b.seq, b.end_position);
                         Ok(Next::Batch(b))
                     }
                     Err(e) => {
@@ -279,6 +284,17 @@ impl Loader {
                 Err(RecvTimeoutError::Timeout) => return Ok(Next::Timeout),
                 Err(RecvTimeoutError::Disconnected) => return Ok(Next::End),
             }
+        }
+    }
+
+    /// Advances the resume position over the contiguous prefix of delivered
+    /// batches: with `order="completion"` a batch delivered ahead of an
+    /// earlier one is replayed after a resume rather than lost.
+    fn delivered(&mut self, seq: u64, end_position: u64) {
+        self.delivered_ahead.insert(seq, end_position);
+        while let Some(end) = self.delivered_ahead.remove(&self.prefix_seq) {
+            self.position = end;
+            self.prefix_seq += 1;
         }
     }
 
