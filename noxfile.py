@@ -29,6 +29,9 @@ CORE = ROOT / "packages" / "dataio-core"
 PACKAGES = sorted(p.parent for p in ROOT.glob("packages/*/pyproject.toml"))
 PLUGINS = [p for p in PACKAGES if p != CORE]
 TEST_PLUGINS = sorted(p.parent for p in CORE.glob("tests/plugins/*/pyproject.toml"))
+# Plugins with a native module (a Cargo.toml beside their pyproject) are built
+# in place by maturin like the core; the others install as editable packages.
+NATIVE_PLUGINS = [p for p in PLUGINS if (p / "Cargo.toml").is_file()]
 # Plain-Rust crates (engine, ABI, shared plugin code) are tested with cargo;
 # the pyo3 crates of the packages are tested through pytest.
 RUST_CRATES = sorted(tomllib.loads(p.read_text())["package"]["name"] for p in ROOT.glob("crates/*/Cargo.toml"))
@@ -38,6 +41,8 @@ PYTHON = "3.11"
 # Debian packages the build and the tests need: nasm builds libjpeg-turbo's
 # SIMD code.
 SYSTEM_PACKAGES = {"nasm": "nasm"}
+# npm packages the tests run (dataio-azure's emulator), installed under .cache/.
+NPM_PACKAGES = {"azurite": "azurite@3"}
 
 
 def ensure_system_packages(session: nox.Session) -> None:
@@ -61,8 +66,33 @@ def install_dataio(session: nox.Session, group: str) -> None:
         "maturin", "develop", "--uv", "--profile", CARGO_PROFILE, "-m", str(CORE / "Cargo.toml"),
         env={"CARGO_TARGET_DIR": str(ROOT / "target")},
     )
-    editable = [arg for pkg in PLUGINS + TEST_PLUGINS for arg in ("-e", str(pkg))]
+    for pkg in NATIVE_PLUGINS:
+        session.run(
+            "maturin", "develop", "--uv", "--profile", CARGO_PROFILE, "-m", str(pkg / "Cargo.toml"),
+            env={"CARGO_TARGET_DIR": str(ROOT / "target")},
+        )
+    editable = [arg for pkg in PLUGINS + TEST_PLUGINS if pkg not in NATIVE_PLUGINS for arg in ("-e", str(pkg))]
     session.install(*editable)
+    # Each plugin's own group of the same name (its emulator, its SDK extras).
+    for pkg in PLUGINS:
+        if group in tomllib.loads((pkg / "pyproject.toml").read_text()).get("dependency-groups", {}):
+            session.install("--group", f"{pkg / 'pyproject.toml'}:{group}")
+    if group == "test":
+        ensure_npm_packages(session)
+
+
+def ensure_npm_packages(session: nox.Session) -> None:
+    """Installs NPM_PACKAGES under .cache/<name> (where the tests look) when npm is there;
+    without npm the tests that need them skip and say why."""
+    npm = shutil.which("npm")
+    for name, spec in NPM_PACKAGES.items():
+        prefix = ROOT / ".cache" / name
+        if (prefix / "node_modules" / name).is_dir():
+            continue
+        if npm is None:
+            session.warn(f"npm is missing: {spec} is not installed and the tests that need it will skip")
+            continue
+        session.run(npm, "install", "--no-fund", "--no-audit", "--prefix", str(prefix), spec, external=True)
 
 
 @nox.session(python=PYTHON)

@@ -1,28 +1,49 @@
-"""Entry-point module of dataio-azure: registers its schemes and its report row."""
+"""Entry-point module of dataio-azure: registers az:// and its report row."""
 
 from __future__ import annotations
 
-from dataio.errors import UnsupportedOperationError
-from dataio.hookspecs import hookimpl
+from collections.abc import Mapping
+from typing import Any
+
+import dataio.config
+from dataio.hookspecs import BackendRegistrar, CapabilityRegistrar, hookimpl
 
 from . import __version__
 
+SCHEMES = {"az": "Azure Blob Storage (az://container/path, az://container@account/path)"}
 
-def _not_ready(scheme: str):
-    def factory() -> object:
-        raise UnsupportedOperationError(
-            f"{scheme}:// is served by dataio-azure {__version__}, whose backend is not implemented yet"
-        )
 
-    return factory
+def make_backend(scheme: str) -> object:
+    """The native backend for ``scheme``, as a ``dataio.backend.v1`` capsule."""
+    from . import _credentials, _native
+
+    options, refresh = _credentials.resolve(scheme)
+    return _native.backend(scheme, options, refresh)
+
+
+def _factory(scheme: str):  # type: ignore[no-untyped-def]
+    return lambda: make_backend(scheme)
 
 
 @hookimpl
-def dataio_register_backends(register) -> None:
-    for scheme in ['az']:
-        register(scheme, _not_ready(scheme), description="az:// (Azure Blob Storage) (not implemented yet)")
+def dataio_register_backends(register: BackendRegistrar) -> None:
+    for scheme, description in SCHEMES.items():
+        register(scheme, _factory(scheme), description=description)
+
+
+def report() -> Mapping[str, Any]:
+    """Never shows a secret: only methods and endpoints (which hold none)."""
+    from . import _native
+
+    parts = [f"native object_store data path ({_native.__name__} {__version__})"]
+    for scheme in SCHEMES:
+        creds = dataio.config.get_credentials(scheme)
+        endpoint = dataio.config.get_endpoint(scheme)
+        method = creds.method if creds is not None else "default"
+        parts.append(f"{scheme}: credentials {method}" + (f", endpoint {endpoint}" if endpoint else ""))
+    return {"status": "ok", "detail": "; ".join(parts), "schemes": list(SCHEMES)}
 
 
 @hookimpl
-def dataio_register_capabilities(register) -> None:
-    register("dataio-azure", lambda: {"status": "not implemented yet", "detail": "az:// (Azure Blob Storage)", "schemes": ['az']})
+def dataio_register_capabilities(register: CapabilityRegistrar) -> None:
+    register("dataio-azure", report)

@@ -34,6 +34,21 @@ class CUfileDescr(ctypes.Structure):
     _fields_ = [("type", ctypes.c_int), ("handle", _Handle), ("fs_ops", ctypes.c_void_p)]
 
 
+class _quiet_stdout:
+    """cuFile writes diagnostics to fd 1; keep them out of our callers' output."""
+
+    def __enter__(self) -> None:
+        sys.stdout.flush()
+        self.saved = os.dup(1)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.close(devnull)
+
+    def __exit__(self, *exc: object) -> None:
+        os.dup2(self.saved, 1)
+        os.close(self.saved)
+
+
 def _wheel_dirs() -> list[str]:
     out = []
     for base in sys.path:
@@ -57,7 +72,8 @@ class CuFile:
         lib.cuFileHandleDeregister.argtypes = [ctypes.c_void_p]
         lib.cuFileRead.restype = ctypes.c_ssize_t
         lib.cuFileRead.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_long, ctypes.c_long]
-        status = lib.cuFileDriverOpen()
+        with _quiet_stdout():
+            status = lib.cuFileDriverOpen()
         if status.err != 0:
             raise OSError(f"cuFileDriverOpen failed (cuFile error {status.err}, CUDA error {status.cu_err})")
         self.version = self._version()
@@ -79,6 +95,13 @@ class CuFile:
                 return cls._instance
             if cls._error is not None:
                 raise OSError(cls._error)
+            # cuFile prints to stdout when it cannot reach a driver; ask the
+            # loader first, so that a GPU-less host never gets that far.
+            try:
+                ctypes.CDLL("libcuda.so.1")
+            except OSError as e:
+                cls._error = f"no CUDA driver: {e}"
+                raise OSError(cls._error) from None
             reasons = []
             for path in [os.path.join(d, c) for d in _wheel_dirs() for c in CANDIDATES] + list(CANDIDATES):
                 if os.sep in path and not os.path.exists(path):

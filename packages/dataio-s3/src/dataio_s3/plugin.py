@@ -1,28 +1,49 @@
-"""Entry-point module of dataio-s3: registers its schemes and its report row."""
+"""Entry-point module of dataio-s3: registers s3:// and r2:// and its report row."""
 
 from __future__ import annotations
 
-from dataio.errors import UnsupportedOperationError
-from dataio.hookspecs import hookimpl
+from collections.abc import Mapping
+from typing import Any
+
+import dataio.config
+from dataio.hookspecs import BackendRegistrar, CapabilityRegistrar, hookimpl
 
 from . import __version__
 
+SCHEMES = {"s3": "Amazon S3 and S3-compatible stores (custom endpoints)", "r2": "Cloudflare R2 (configure_endpoint('r2', url))"}
 
-def _not_ready(scheme: str):
-    def factory() -> object:
-        raise UnsupportedOperationError(
-            f"{scheme}:// is served by dataio-s3 {__version__}, whose backend is not implemented yet"
-        )
 
-    return factory
+def make_backend(scheme: str) -> object:
+    """The native backend for ``scheme``, as a ``dataio.backend.v1`` capsule."""
+    from . import _credentials, _native
+
+    options, refresh = _credentials.resolve(scheme)
+    return _native.backend(scheme, options, refresh)
+
+
+def _factory(scheme: str):  # type: ignore[no-untyped-def]
+    return lambda: make_backend(scheme)
 
 
 @hookimpl
-def dataio_register_backends(register) -> None:
-    for scheme in ['s3', 'r2']:
-        register(scheme, _not_ready(scheme), description="s3:// and S3-compatible stores (R2, custom endpoints) (not implemented yet)")
+def dataio_register_backends(register: BackendRegistrar) -> None:
+    for scheme, description in SCHEMES.items():
+        register(scheme, _factory(scheme), description=description)
+
+
+def report() -> Mapping[str, Any]:
+    """Never shows a secret: only methods and endpoints (which hold none)."""
+    from . import _native
+
+    parts = [f"native object_store data path ({_native.__name__} {__version__})"]
+    for scheme in SCHEMES:
+        creds = dataio.config.get_credentials(scheme)
+        endpoint = dataio.config.get_endpoint(scheme)
+        method = creds.method if creds is not None else "default"
+        parts.append(f"{scheme}: credentials {method}" + (f", endpoint {endpoint}" if endpoint else ""))
+    return {"status": "ok", "detail": "; ".join(parts), "schemes": list(SCHEMES)}
 
 
 @hookimpl
-def dataio_register_capabilities(register) -> None:
-    register("dataio-s3", lambda: {"status": "not implemented yet", "detail": "s3:// and S3-compatible stores (R2, custom endpoints)", "schemes": ['s3', 'r2']})
+def dataio_register_capabilities(register: CapabilityRegistrar) -> None:
+    register("dataio-s3", report)
