@@ -95,6 +95,9 @@ class CuFile:
                 return cls._instance
             if cls._error is not None:
                 raise OSError(cls._error)
+            # cuFile writes a cufile.log into the working directory unless told
+            # otherwise; keep users' folders clean (their own setting wins).
+            os.environ.setdefault("CUFILE_LOGFILE_PATH", os.devnull)
             # cuFile prints to stdout when it cannot reach a driver; ask the
             # loader first, so that a GPU-less host never gets that far.
             try:
