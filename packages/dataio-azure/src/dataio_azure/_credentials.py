@@ -85,8 +85,7 @@ def resolve(scheme: str) -> tuple[dict[str, Any], Refresh | None]:
             account = segments[0]
     if account:
         options["azure_storage_account_name"] = account
-    for key, value in _settings.options(scheme).items():
-        options[key] = _settings.native_value(key, value)
+    options.update(_settings.native_options(scheme))
 
     refresh: Refresh | None = None
     if method == "anonymous":

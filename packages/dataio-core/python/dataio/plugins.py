@@ -7,11 +7,23 @@ entry-point group. Scripts and tests can register a backend directly with
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from ._plugins import BackendRegistration, OpSpec, PluginInfo, host
 
-__all__ = ["PluginInfo", "BackendRegistration", "OpSpec", "list_plugins", "list_backends", "list_ops", "register_backend", "plugin_manager"]
+__all__ = [
+    "PluginInfo",
+    "BackendRegistration",
+    "OpSpec",
+    "SchemeOptions",
+    "list_plugins",
+    "list_backends",
+    "list_ops",
+    "register_backend",
+    "plugin_manager",
+]
 
 RUNTIME = "<runtime>"
 
@@ -41,3 +53,43 @@ def register_backend(scheme: str, backend: object | Callable[[], object], *, plu
 def plugin_manager():  # -> pluggy.PluginManager
     """The underlying pluggy manager (loads plugins if they are not loaded yet)."""
     return host.manager()
+
+
+class SchemeOptions:
+    """Per-scheme tuning options a backend plugin accepts through its own
+    ``configure(scheme, **options)``: checked against the documented keys,
+    merged over earlier calls, and applied by dropping the cached backend so
+    the next use of the scheme builds one with them.
+
+    ``durations`` names the keys given in seconds that the native side wants
+    as ``"30s"`` strings."""
+
+    def __init__(self, package: str, known: Mapping[str, str], durations: Iterable[str] = ()) -> None:
+        self.package = package
+        self.known = dict(known)
+        self.durations = frozenset(durations)
+        self._lock = threading.Lock()
+        self._options: dict[str, dict[str, Any]] = {}
+
+    def configure(self, scheme: str, **options: Any) -> dict[str, Any]:
+        from . import _native
+        from .errors import InvalidArgumentError
+
+        unknown = sorted(set(options) - set(self.known))
+        if unknown:
+            raise InvalidArgumentError(f"unknown {self.package} options {unknown}; known: {sorted(self.known)}")
+        scheme = scheme.lower().removesuffix("://")
+        with self._lock:
+            merged = {**self._options.get(scheme, {}), **options}
+            self._options[scheme] = {k: v for k, v in merged.items() if v is not None}
+            current = dict(self._options[scheme])
+        _native.unregister_backend(scheme)  # the next use builds a backend with these
+        return current
+
+    def options(self, scheme: str) -> dict[str, Any]:
+        with self._lock:
+            return dict(self._options.get(scheme, {}))
+
+    def native(self, scheme: str) -> dict[str, Any]:
+        """The options as the native side reads them (durations as ``"30s"``)."""
+        return {k: (f"{float(v)}s" if k in self.durations and isinstance(v, (int, float)) and not isinstance(v, bool) else v) for k, v in self.options(scheme).items()}

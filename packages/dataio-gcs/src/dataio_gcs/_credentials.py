@@ -52,8 +52,7 @@ def resolve(scheme: str) -> tuple[dict[str, Any], Refresh | None]:
     if endpoint:
         options["google_base_url"] = endpoint
         options["allow_http"] = endpoint.startswith("http://")
-    for key, value in _settings.options(scheme).items():
-        options[key] = _settings.native_value(key, value)
+    options.update(_settings.native_options(scheme))
     refresh: Refresh | None = None
     if method == "anonymous":
         options["google_skip_signature"] = True

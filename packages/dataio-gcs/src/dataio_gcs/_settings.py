@@ -3,11 +3,9 @@ with :func:`configure`; they take effect on the next use of the scheme."""
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
-from dataio import _native
-from dataio.errors import InvalidArgumentError
+from dataio.plugins import SchemeOptions
 
 #: Keys :func:`configure` accepts, with what they mean.
 TUNING = {
@@ -19,32 +17,16 @@ TUNING = {
     "connect_timeout": "seconds to establish a connection",
     "part_size": "bytes per multipart part; streaming writes below it are one PUT (default 8 MiB, min 5 MiB)",
     "max_part_uploads": "parts uploaded in parallel by one streaming write (default 8)",
-    }
+}
 
-_lock = threading.Lock()
-_options: dict[str, dict[str, Any]] = {}
+_OPTIONS = SchemeOptions("dataio-gcs", TUNING, durations=("timeout", "connect_timeout"))
 
 
 def configure(scheme: str = "gs", **options: Any) -> dict[str, Any]:
     """Set tuning options for ``scheme`` (``gs``); see ``TUNING``."""
-    unknown = sorted(set(options) - set(TUNING))
-    if unknown:
-        raise InvalidArgumentError(f"unknown dataio-gcs options {unknown}; known: {sorted(TUNING)}")
-    scheme = scheme.lower().removesuffix("://")
-    with _lock:
-        merged = {**_options.get(scheme, {}), **options}
-        _options[scheme] = {k: v for k, v in merged.items() if v is not None}
-    _native.unregister_backend(scheme)  # the next use builds a backend with these
-    return dict(_options[scheme])
+    return _OPTIONS.configure(scheme, **options)
 
 
-def options(scheme: str) -> dict[str, Any]:
-    with _lock:
-        return dict(_options.get(scheme, {}))
-
-
-def native_value(key: str, value: Any) -> Any:
-    """object_store reads durations as '30s'; plain numbers mean seconds."""
-    if key in ("timeout", "connect_timeout") and isinstance(value, (int, float)) and not isinstance(value, bool):
-        return f"{float(value)}s"
-    return value
+def native_options(scheme: str) -> dict[str, Any]:
+    """The options of ``scheme`` as the native backend reads them."""
+    return _OPTIONS.native(scheme)

@@ -85,8 +85,7 @@ def resolve(scheme: str) -> tuple[dict[str, Any], Refresh | None]:
         )
     elif scheme != "s3":
         raise InvalidArgumentError(f"{scheme}:// needs an endpoint: dataio.configure_endpoint({scheme!r}, url)")
-    for key, value in _settings.options(scheme).items():
-        options[key] = _settings.native_value(key, value)
+    options.update(_settings.native_options(scheme))
 
     refresh: Refresh | None = None
     session = None
