@@ -105,15 +105,23 @@ impl Finish {
                     return Err(Error::invalid("output buffer is not aligned for float32"));
                 }
                 if self.chw && c == 3 {
+                    // The hot path (RGB to normalized CHW): row slices zipped
+                    // so the loop has no bounds checks.
                     let (p0, rest) = out.split_at_mut(plane);
                     let (p1, p2) = rest.split_at_mut(plane);
+                    let (l0, l1, l2) = (&lut[0], &lut[1], &lut[2]);
                     for y in 0..h {
-                        for x in 0..w {
-                            let s = src_index(y, x);
-                            let o = y * w + x;
-                            p0[o] = lut[0][px.data[s] as usize];
-                            p1[o] = lut[1][px.data[s + 1] as usize];
-                            p2[o] = lut[2][px.data[s + 2] as usize];
+                        let sy = if vflip { h - 1 - y } else { y };
+                        let src = &px.data[sy * w * 3..(sy + 1) * w * 3];
+                        let rows = p0[y * w..(y + 1) * w].iter_mut().zip(&mut p1[y * w..(y + 1) * w]).zip(&mut p2[y * w..(y + 1) * w]);
+                        if hflip {
+                            for (((a, b), c), px) in rows.zip(src.chunks_exact(3).rev()) {
+                                (*a, *b, *c) = (l0[px[0] as usize], l1[px[1] as usize], l2[px[2] as usize]);
+                            }
+                        } else {
+                            for (((a, b), c), px) in rows.zip(src.chunks_exact(3)) {
+                                (*a, *b, *c) = (l0[px[0] as usize], l1[px[1] as usize], l2[px[2] as usize]);
+                            }
                         }
                     }
                 } else {

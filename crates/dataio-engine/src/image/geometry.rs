@@ -238,8 +238,18 @@ thread_local! {
 pub fn render(geo: &Geo, src: &Pixels, origin: (f64, f64), scale: (f64, f64)) -> Result<Pixels> {
     let c = src.channels;
     let (w, h) = (geo.w, geo.h);
-    let mut out = vec![0u8; w as usize * h as usize * c as usize];
     let (x0, y0, x1, y1) = geo.valid_px();
+    let n = w as usize * h as usize * c as usize;
+    let covers_all = (x0, y0, x1, y1) == (0, 0, w, h) && src.width > 0 && src.height > 0;
+    let mut out = if covers_all {
+        let mut v = Vec::with_capacity(n);
+        // SAFETY: u8 has no invalid bit patterns, and the valid rectangle is
+        // the whole output, which the copy or the resample below writes.
+        unsafe { v.set_len(n) };
+        v
+    } else {
+        vec![0u8; n] // the padding outside the valid rectangle stays zero
+    };
     if x1 <= x0 || y1 <= y0 || src.width == 0 || src.height == 0 {
         return Ok(Pixels { width: w, height: h, channels: c, data: out });
     }

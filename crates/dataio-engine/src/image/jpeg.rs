@@ -242,7 +242,11 @@ pub fn decode(
         }
         let comps = c.output_components as usize;
         let row_bytes = cw as usize * comps;
-        let mut out = vec![0u8; row_bytes * rows as usize];
+        let mut out: Vec<u8> = Vec::with_capacity(row_bytes * rows as usize);
+        // SAFETY: u8 has no invalid bit patterns; every row is written by
+        // jpeg_read_scanlines below before the buffer is read, and a short
+        // read returns an error (the buffer is then dropped unread).
+        unsafe { out.set_len(row_bytes * rows as usize) };
         let mut done = 0u32;
         while done < rows {
             let mut row_ptrs: [*mut u8; 4] = [std::ptr::null_mut(); 4];
