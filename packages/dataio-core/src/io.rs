@@ -86,6 +86,21 @@ pub fn head(py: Python<'_>, uri: &str) -> PyResult<ObjectMeta> {
 pub fn read<'py>(py: Python<'py>, uri: &str, offset: i64, size: Option<i64>) -> PyResult<Bound<'py, PyBytes>> {
     let offset = non_negative("offset", offset)?;
     let b = resolve(py, uri)?;
+    if offset == 0 && size.is_none() && b.name() != "local" {
+        // A whole remote object: one GET, no HEAD first (a HEAD per object
+        // doubled the per-object cost of small reads from an object store).
+        return match py.detach(|| pools::block_on(b.read_all(uri))) {
+            Ok(data) => Ok(PyBytes::new(py, &data)),
+            Err(e) if e.kind() == dataio_engine::ErrorKind::NotFound => {
+                // Only now ask whether it was a prefix, to say so precisely.
+                match py.detach(|| pools::block_on(b.head(uri))) {
+                    Ok(meta) if meta.is_dir => Err(crate::errors::to_pyerr(py, Error::IsADirectory { uri: uri.into() })),
+                    _ => Err(crate::errors::to_pyerr(py, e)),
+                }
+            }
+            Err(e) => Err(crate::errors::to_pyerr(py, e)),
+        };
+    }
     let n = span(py, &b, uri, offset, size)?;
     PyBytes::new_with(py, n as usize, |dst| {
         if dst.is_empty() {
