@@ -38,15 +38,20 @@ RUST_CRATES = sorted(tomllib.loads(p.read_text())["package"]["name"] for p in RO
 CARGO_PROFILE = "ci"
 PYTHON = "3.11"
 
-# Debian packages the build and the tests need: nasm builds libjpeg-turbo's
-# SIMD code.
-SYSTEM_PACKAGES = {"nasm": "nasm"}
+# Debian packages the build and the tests need, keyed by a command (or an
+# absolute path) each provides: nasm builds libjpeg-turbo's SIMD code;
+# libfabric-dev's headers build dataio-rdma's shim, whose tests load
+# libfabric1 (a dependency of libfabric-bin, which brings fi_info).
+SYSTEM_PACKAGES = {"nasm": "nasm", "fi_info": "libfabric-bin", "/usr/include/rdma/fabric.h": "libfabric-dev"}
 # npm packages the tests run (dataio-azure's emulator), installed under .cache/.
 NPM_PACKAGES = {"azurite": "azurite@3"}
 
 
 def ensure_system_packages(session: nox.Session) -> None:
-    missing = [pkg for tool, pkg in SYSTEM_PACKAGES.items() if shutil.which(tool) is None]
+    def present(tool: str) -> bool:
+        return os.path.exists(tool) if os.path.isabs(tool) else shutil.which(tool) is not None
+
+    missing = [pkg for tool, pkg in SYSTEM_PACKAGES.items() if not present(tool)]
     if not missing:
         return
     apt = shutil.which("apt-get")
@@ -140,8 +145,32 @@ def typecheck(session: nox.Session) -> None:
     session.run("python", "-m", "mypy.stubtest", "dataio._native", "--ignore-missing-stub")
 
 
+# Shared libraries SPDL loads (FFmpeg 5, Debian 12 names); without them the
+# benchmark's SPDL row says UNAVAILABLE instead of measuring.
+BENCH_LIBRARIES = {
+    "libavcodec.so.59": "libavcodec59",
+    "libavformat.so.59": "libavformat59",
+    "libavfilter.so.8": "libavfilter8",
+    "libswscale.so.6": "libswscale6",
+    "libavdevice.so.59": "libavdevice59",
+}
+
+
+def ensure_bench_libraries(session: nox.Session) -> None:
+    found = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, check=False).stdout
+    missing = [pkg for lib, pkg in BENCH_LIBRARIES.items() if lib not in found]
+    apt = shutil.which("apt-get")
+    if not missing or apt is None:
+        return
+    sudo = [] if os.geteuid() == 0 else ["sudo"]
+    session.log(f"installing FFmpeg's libraries for SPDL: {' '.join(missing)}")
+    subprocess.run([*sudo, apt, "update", "-qq"], check=False)
+    subprocess.run([*sudo, apt, "install", "-y", "-qq", *missing], check=False, env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+
+
 @nox.session(python=PYTHON)
 def bench(session: nox.Session) -> None:
-    """The cross-framework benchmark matrix (writes bench-out/)."""
+    """The cross-framework benchmark matrix (writes bench-out/; docs/benchmark.md)."""
+    ensure_bench_libraries(session)
     install_dataio(session, "bench")
     session.run("python", "-m", "dataio.bench", *session.posargs)

@@ -37,7 +37,8 @@ impl ObjectMeta {
     }
     fn __repr__(&self) -> String {
         let kind = if self.is_dir { "dir" } else { "file" };
-        format!("ObjectMeta(uri={:?}, size={}, kind={kind}, etag={:?})", self.uri, self.size, self.etag)
+        let etag = self.etag.as_ref().map(|e| format!("{e:?}")).unwrap_or_else(|| "None".into());
+        format!("ObjectMeta(uri={:?}, size={}, kind={kind}, etag={etag})", self.uri, self.size)
     }
     fn __reduce__(&self, py: Python<'_>) -> PyResult<(Py<PyAny>, Py<PyAny>)> {
         let cls = py.get_type::<ObjectMeta>().into_any().unbind();

@@ -8,14 +8,16 @@ and ``load_state_dict()`` checkpoint and resume it exactly.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from . import _native
+from ._stats import StatsReport, describe_stats
 from .errors import CheckpointError, InvalidArgumentError, RowError
 from .pipeline import COLLATE_KEY, BoundPipeline
 
-__all__ = ["Loader", "Batch"]
+__all__ = ["Loader", "Batch", "StatsReport", "describe_stats"]
 
 row_logger = logging.getLogger("dataio.rows")
 
@@ -279,10 +281,11 @@ class Loader:
             start=self._position,
             global_offset=self._global_offset,
         )
+        self._wait_seconds = 0.0  # time the consumer spent in next(), this epoch
 
     def _stop(self) -> None:
         if self._native is not None:
-            self._last_stats = self._native.stats()
+            self._last_stats = self._with_wait(self._native.stats())
             self._native.close()
             self._native = None
 
@@ -338,12 +341,15 @@ class Loader:
 
     def _next_batch(self) -> Batch | None:
         assert self._native is not None
+        t0 = time.perf_counter()
         try:
             raw = self._native.next_batch()
         except RowError as e:
             # on_failure="raise": the error still goes to the log first.
             self._report(e)
             raise
+        finally:
+            self._wait_seconds += time.perf_counter() - t0
         if raw is None:
             return None
         self._position = raw.end_position
@@ -462,8 +468,33 @@ class Loader:
             self._global_offset = int(state["global_position"])
 
     def stats(self) -> dict[str, Any]:
-        """Counters and queue depths of the running (or last finished) epoch; cheap."""
-        return self._native.stats() if self._native is not None else dict(self._last_stats)
+        """Counters and queue depths of the running (or last finished) epoch; cheap.
+
+        ``records_admitted`` / ``records_done`` / ``records_failed``,
+        ``bytes_read``, the seconds spent per stage summed over tasks
+        (``source_seconds``, ``fetch_seconds``, ``decode_seconds``),
+        ``consumer_wait_seconds`` (time the consumer spent waiting in
+        ``next()``), ``batches_built`` / ``batches_delivered``, the queues now
+        (``records_in_flight``, ``batches_in_window``, ``batches_ready``) and
+        ``elapsed_seconds`` since the epoch started. :meth:`report` turns
+        snapshots into rates and a verdict."""
+        if self._native is not None:
+            return self._with_wait(self._native.stats())
+        return dict(self._last_stats)
+
+    def _with_wait(self, stats: dict[str, Any]) -> dict[str, Any]:
+        # The native counter adds only the last poll slice of a long wait;
+        # the wait measured around the native call here is the whole of it.
+        if stats:
+            stats["consumer_wait_seconds"] = max(float(stats.get("consumer_wait_seconds", 0.0)), self._wait_seconds)
+        return stats
+
+    def report(self, since: dict[str, Any] | None = None) -> StatsReport:
+        """Per-stage rates and where the pipeline is waiting, since ``since``
+        (an earlier ``stats()`` of the same epoch) or since the epoch started.
+        ``print(loader.report())`` for a readable summary."""
+        cpu_threads = _native.pool_info()[0]
+        return describe_stats(self.stats(), since, concurrency=self._concurrency, prefetch=self._pipe.shape.prefetch, cpu_threads=cpu_threads)
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"epoch {self._epoch}, position {self._position}"

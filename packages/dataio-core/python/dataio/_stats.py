@@ -1,0 +1,221 @@
+"""Turns ``loader.stats()`` snapshots into per-stage rates and a verdict on
+where the pipeline is waiting. Pure Python over the counters the native
+loader keeps (relaxed atomics, cheap enough to leave on); nothing here runs
+unless asked.
+
+The stages, in the order data flows:
+
+* **source** — pulling records from the Python record source, running the
+  record maps and ``context=`` (the coordinator thread, holding the GIL);
+* **fetch** — reading each slot's bytes (local files on the CPU pool, remote
+  objects on the IO runtime);
+* **decode** — decode and the fused transforms, written into the batch (CPU pool);
+* **batch** — batches being filled (``batches_in_window``);
+* **hand-off** — finished batches waiting for the consumer (``batches_ready``),
+  and the time the consumer waited in ``next()``.
+
+Used as ``loader.report()`` (since the epoch started, or since an earlier
+snapshot) or ``dataio.loader.describe_stats(after, before)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["StatsReport", "describe_stats"]
+
+# Thresholds of the verdict. The consumer is "waiting" when it spends more
+# than WAIT of the interval blocked in next(); then the stage nearest its
+# capacity is the limit if it uses at least LIMITING of it (not higher: on a
+# shared machine a saturated pool still shows well under 100%); admission is
+# "full" at FULL of concurrency.
+WAIT = 0.10
+LIMITING = 0.50
+FULL = 0.90
+
+
+@dataclass
+class StatsReport:
+    """What ``describe_stats`` found. ``str(report)`` is a short readable summary."""
+
+    interval_s: float
+    rates: dict[str, float]
+    per_record_ms: dict[str, float]
+    busy: dict[str, float]
+    queues: dict[str, Any]
+    waiting_on: str
+    verdict: str
+    hints: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "interval_s": self.interval_s,
+            "rates": dict(self.rates),
+            "per_record_ms": dict(self.per_record_ms),
+            "busy": dict(self.busy),
+            "queues": dict(self.queues),
+            "waiting_on": self.waiting_on,
+            "verdict": self.verdict,
+            "hints": list(self.hints),
+        }
+
+    def __str__(self) -> str:
+        r, b, q = self.rates, self.busy, self.queues
+        lines = [
+            (
+                f"over {self.interval_s:.2f} s: {r['records_per_s']:,.0f} records/s, {r['batches_per_s']:,.1f} batches/s, "
+                f"{r['mb_per_s']:,.1f} MB/s read" + (f", {r['failed_per_s']:,.1f} failed/s" if r["failed_per_s"] else "")
+            ),
+            "  per record: " + ", ".join(f"{k} {v:.2f} ms" for k, v in self.per_record_ms.items()),
+            (
+                f"  busy: source {b['source']:.0%} (one thread), fetch {b['fetch_in_flight']:.1f} reads in progress on average, "
+                f"CPU pool {b['cpu_pool']:.0%} of {q['cpu_threads']} threads (decode {b['decode']:.0%}), consumer waiting {b['consumer_wait']:.0%}"
+            ),
+            (
+                f"  queues now: {q['records_in_flight']}/{q['concurrency'] or '?'} records in flight, "
+                f"{q['batches_in_window']} batches in the window, {q['batches_ready']}/{q['prefetch'] or '?'} ready"
+            ),
+            f"  waiting on: {self.waiting_on} — {self.verdict}",
+        ]
+        lines += [f"  hint: {h}" for h in self.hints]
+        return "\n".join(lines)
+
+
+def _num(d: Mapping[str, Any], key: str) -> float:
+    v = d.get(key, 0)
+    return float(v) if isinstance(v, (int, float)) else 0.0
+
+
+def describe_stats(
+    after: Mapping[str, Any],
+    before: Mapping[str, Any] | None = None,
+    *,
+    concurrency: int | None = None,
+    prefetch: int | None = None,
+    cpu_threads: int | None = None,
+) -> StatsReport:
+    """Per-stage rates between two ``loader.stats()`` snapshots (``before``
+    omitted: since the epoch started) and where the pipeline is waiting.
+
+    ``waiting_on`` is one of:
+
+    * ``"consumer"`` — the consumer rarely waits (under 10% of the time) for
+      a batch: the training step (whatever consumes batches) is the bottleneck;
+
+    otherwise the consumer waits and the loader's limiting stage is the one
+    nearest its capacity, when it uses at least half of it:
+
+    * ``"source"`` — the record source, the record maps or ``context=``
+      (Python, one thread) cannot keep up;
+    * ``"decode"`` — the CPU pool is busy reading, decoding and transforming;
+    * ``"fetch"`` — remote reads take most of each record's time (I/O-bound:
+      raise ``concurrency`` if the reads in progress reach it);
+    * ``"admission"`` — ``concurrency`` records are in flight and neither
+      reads nor the CPU pool are near their limit (raise ``concurrency``);
+    * ``"hand-off"`` — no stage is near its limit yet the consumer waits:
+      handing batches over under the GIL (lists of many variable-size
+      outputs cost most), or other processes sharing the CPUs;
+    * ``"idle"`` — nothing moved in the interval.
+
+    A snapshot from another epoch than ``after`` (the counters restart each
+    epoch) is ignored: the report then covers ``after``'s epoch from its start.
+    """
+    if before is not None and _num(before, "elapsed_seconds") > _num(after, "elapsed_seconds"):
+        before = None  # another epoch: its counters were reset
+    base: Mapping[str, Any] = before or {}
+
+    def delta(key: str) -> float:
+        return max(0.0, _num(after, key) - _num(base, key))
+
+    dt = delta("elapsed_seconds")
+    span = max(dt, 1e-9)
+    done = delta("records_done")
+    delivered = delta("batches_delivered")
+    fetch_s, decode_s, source_s, wait_s = delta("fetch_seconds"), delta("decode_seconds"), delta("source_seconds"), delta("consumer_wait_seconds")
+    if cpu_threads is None:
+        from . import _native
+
+        cpu_threads = _native.pool_info()[0]
+    threads = max(1, int(cpu_threads))
+
+    rates = {
+        "records_per_s": done / span,
+        "failed_per_s": delta("records_failed") / span,
+        "batches_per_s": delivered / span,
+        "mb_per_s": delta("bytes_read") / span / 1e6,
+    }
+    per = max(done, 1.0)
+    per_record_ms = {"source": 1e3 * source_s / per, "fetch": 1e3 * fetch_s / per, "decode": 1e3 * decode_s / per}
+    fetch_in_flight = fetch_s / span
+    # Local reads run on the CPU pool (they occupy its threads); remote reads
+    # wait on the IO runtime and show as many more reads in progress than
+    # there are CPU threads.
+    cpu_s = decode_s + (fetch_s if fetch_in_flight <= threads else 0.0)
+    busy = {
+        "source": min(1.0, source_s / span),
+        "fetch_in_flight": fetch_in_flight,
+        "decode": min(1.0, decode_s / (span * threads)),
+        "cpu_pool": min(1.0, cpu_s / (span * threads)),
+        "consumer_wait": min(1.0, wait_s / span),
+    }
+    in_flight = int(_num(after, "records_in_flight"))
+    ready = int(_num(after, "batches_ready"))
+    queues = {
+        "records_in_flight": in_flight,
+        "concurrency": concurrency,
+        "batches_in_window": int(_num(after, "batches_in_window")),
+        "batches_ready": ready,
+        "prefetch": prefetch,
+        "cpu_threads": threads,
+    }
+    saturated = concurrency is not None and in_flight >= FULL * concurrency
+    hints: list[str] = []
+
+    if done == 0 and delivered == 0:
+        waiting_on, verdict = "idle", "no record finished and no batch was delivered in the interval"
+    elif busy["consumer_wait"] < WAIT:
+        waiting_on = "consumer"
+        verdict = f"the consumer waited for batches only {busy['consumer_wait']:.0%} of the time: the loader keeps ahead, the training step is the bottleneck"
+    else:
+        # The consumer waits: the loader is the bottleneck. Its limiting stage
+        # is the one nearest its capacity (each score is a share, 0..1).
+        lead = f"the consumer waited for batches {busy['consumer_wait']:.0%} of the time"
+        scores = {"source": busy["source"], "decode": busy["cpu_pool"]}
+        if fetch_in_flight > threads:  # remote reads: their share of each record's time
+            scores["fetch"] = fetch_s / max(fetch_s + decode_s, 1e-9)
+        stage = max(scores, key=lambda k: scores[k])
+        if scores[stage] < LIMITING:
+            stage = "admission" if saturated else ("consumer" if busy["consumer_wait"] < 0.5 else "hand-off")
+        waiting_on = stage
+        if stage == "source":
+            verdict = f"{lead}; pulling records (record source, record maps, context=) kept its thread {busy['source']:.0%} busy"
+            hints.append("move per-record Python work into native ops, or hand the loader a sized source with _dataio_take (as parquet_records does)")
+        elif stage == "decode":
+            verdict = (
+                f"{lead}; the CPU pool was {busy['cpu_pool']:.0%} busy reading, decoding and transforming "
+                f"({per_record_ms['decode']:.2f} ms decode + {per_record_ms['fetch']:.2f} ms read per record)"
+            )
+            hints.append("more cores (DATAIO_CPU_THREADS), smaller decodes (resize early to use DCT scaling), or fewer ops")
+        elif stage == "fetch":
+            verdict = (
+                f"{lead}; reads took {per_record_ms['fetch']:.1f} ms per record against {per_record_ms['decode']:.2f} ms of decode, "
+                f"{fetch_in_flight:.0f} in progress on average (concurrency={concurrency}): the store sets the pace"
+            )
+            if concurrency and fetch_in_flight >= FULL * concurrency:
+                hints.append("raise concurrency= (remote stores need 64-256 reads in flight)")
+        elif stage == "admission":
+            verdict = f"{lead}; {in_flight} records in flight (the concurrency limit) while the CPU pool was {busy['cpu_pool']:.0%} busy"
+            hints.append("raise concurrency=")
+        elif stage == "consumer":
+            verdict = f"{lead} (start-up or bursts) and no loader stage is near its limit: mostly the training step is the bottleneck"
+        else:
+            verdict = (
+                f"{lead}; no stage is near its limit (CPU pool {busy['cpu_pool']:.0%} busy, source {busy['source']:.0%}): "
+                "the hand-off (batches converted and delivered under the GIL; many variable-size outputs cost most) "
+                "or other processes sharing the CPUs set the pace"
+            )
+    if ready and prefetch and ready >= prefetch and waiting_on != "consumer":
+        hints.append(f"{ready} batches are ready now: the last moments of the interval were consumer-bound")
+    return StatsReport(dt, rates, per_record_ms, busy, queues, waiting_on, verdict, hints)

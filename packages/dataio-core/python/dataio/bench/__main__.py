@@ -1,0 +1,7 @@
+"""``python -m dataio.bench``: see ``dataio.bench``."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

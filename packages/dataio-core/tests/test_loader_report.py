@@ -1,0 +1,114 @@
+"""loader.report() / dataio.loader.describe_stats: rates and where the pipeline waits."""
+
+from __future__ import annotations
+
+import time
+
+import dataio
+import numpy as np
+import pytest
+from dataio.loader import StatsReport, describe_stats
+from PIL import Image
+
+
+def snap(t: float, **kw: float) -> dict:
+    base = {
+        "records_admitted": 0, "records_done": 0, "records_failed": 0, "bytes_read": 0, "fetch_seconds": 0.0, "decode_seconds": 0.0,
+        "source_seconds": 0.0, "consumer_wait_seconds": 0.0, "batches_built": 0, "batches_delivered": 0, "records_in_flight": 0,
+        "batches_in_window": 0, "batches_ready": 0, "elapsed_seconds": t,
+    }  # fmt: skip
+    base.update(kw)
+    return base
+
+
+def verdict(after: dict, before: dict | None = None, **kw: int) -> str:
+    kw.setdefault("cpu_threads", 4)
+    kw.setdefault("concurrency", 64)
+    return describe_stats(after, before, **kw).waiting_on
+
+
+def test_rates_between_two_snapshots() -> None:
+    before = snap(10.0, records_done=100, batches_delivered=10, bytes_read=1_000_000, decode_seconds=1.0)
+    after = snap(12.0, records_done=300, batches_delivered=30, bytes_read=5_000_000, decode_seconds=3.0, records_failed=2, consumer_wait_seconds=1.8)
+    r = describe_stats(after, before, cpu_threads=2, concurrency=64, prefetch=4)
+    assert isinstance(r, StatsReport)
+    assert r.interval_s == pytest.approx(2.0)
+    assert r.rates["records_per_s"] == pytest.approx(100.0) and r.rates["batches_per_s"] == pytest.approx(10.0)
+    assert r.rates["mb_per_s"] == pytest.approx(2.0) and r.rates["failed_per_s"] == pytest.approx(1.0)
+    assert r.per_record_ms["decode"] == pytest.approx(10.0)
+    assert r.busy["decode"] == pytest.approx(0.5) and r.busy["consumer_wait"] == pytest.approx(0.9)
+    assert r.as_dict()["waiting_on"] == r.waiting_on == "decode"
+    text = str(r)
+    assert "records/s" in text and "waiting on: decode" in text
+
+
+def test_each_verdict() -> None:
+    # the consumer rarely waits: the training step is the bottleneck
+    assert verdict(snap(1.0, records_done=100, batches_delivered=5, consumer_wait_seconds=0.02, batches_ready=4)) == "consumer"
+    # the single source thread is busy
+    assert verdict(snap(1.0, records_done=100, batches_delivered=5, consumer_wait_seconds=0.9, source_seconds=0.95)) == "source"
+    # the CPU pool is busy decoding (4 threads x 1 s)
+    assert verdict(snap(1.0, records_done=100, batches_delivered=5, consumer_wait_seconds=0.9, decode_seconds=3.5)) == "decode"
+    # local reads run on the CPU pool: they count towards it
+    assert verdict(snap(1.0, records_done=100, batches_delivered=5, consumer_wait_seconds=0.9, decode_seconds=1.0, fetch_seconds=2.0)) == "decode"
+    # remote reads: many in progress, most of each record's time
+    assert verdict(snap(1.0, records_done=100, batches_delivered=5, consumer_wait_seconds=0.9, fetch_seconds=50.0, decode_seconds=0.2)) == "fetch"
+    # concurrency records in flight, nothing busy: admission
+    assert verdict(snap(1.0, records_done=100, batches_delivered=5, consumer_wait_seconds=0.9, records_in_flight=64)) == "admission"
+    # nothing busy, the consumer waits most of the time
+    assert verdict(snap(1.0, records_done=100, batches_delivered=5, consumer_wait_seconds=0.9)) == "hand-off"
+    # nothing moved
+    assert verdict(snap(1.0)) == "idle"
+
+
+def test_a_snapshot_of_another_epoch_is_ignored() -> None:
+    old = snap(50.0, records_done=5000)
+    new = snap(2.0, records_done=200, consumer_wait_seconds=0.01, batches_delivered=4)
+    r = describe_stats(new, old, cpu_threads=2)
+    assert r.interval_s == pytest.approx(2.0) and r.rates["records_per_s"] == pytest.approx(100.0)
+
+
+@pytest.fixture(scope="module")
+def jpegs(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    root = tmp_path_factory.mktemp("report-jpegs")
+    rng = np.random.default_rng(0)
+    out = []
+    for i in range(24):
+        p = root / f"{i}.jpg"
+        Image.fromarray(rng.integers(0, 255, (120, 160, 3), dtype=np.uint8)).save(p)
+        out.append(str(p))
+    return out
+
+
+def test_report_of_a_real_loader(jpegs: list[str]) -> None:
+    pipe = dataio.pipeline(dataio.slot("image").decode_image().resize(h=32, w=32), dataio.batch(8, prefetch=2))
+    with pipe.bind([{"image": p} for p in jpegs]).run("numpy", concurrency=8) as loader:
+        it = iter(loader)
+        next(it)
+        before = loader.stats()
+        for _ in it:
+            pass
+        since = loader.report(before)
+        whole = loader.report()
+    # (Since the first batch, the pool may already have finished every record.)
+    assert whole.rates["records_per_s"] > 0 and since.rates["records_per_s"] >= 0
+    assert whole.interval_s >= since.interval_s
+    assert whole.queues["concurrency"] == 8 and whole.queues["prefetch"] == 2
+    assert whole.waiting_on in {"consumer", "source", "decode", "fetch", "admission", "hand-off"}
+    assert "waiting on:" in str(whole)
+
+
+def test_long_waits_are_counted_whole_and_a_slow_source_is_named(jpegs: list[str]) -> None:
+    def slow(record: dict) -> dict:
+        time.sleep(0.25)
+        return record
+
+    pipe = dataio.pipeline(dataio.map(slow), dataio.slot("image").decode_image().resize(h=16, w=16), dataio.batch(1))
+    with pipe.bind([{"image": p} for p in jpegs[:4]]).run("numpy", concurrency=1) as loader:
+        n = sum(1 for _ in loader)
+        stats = loader.stats()
+        report = loader.report()
+    assert n == 4
+    # Each batch waits ~0.25 s for its record: more than the native 100 ms poll slice.
+    assert stats["consumer_wait_seconds"] >= 0.6, stats
+    assert report.waiting_on == "source", str(report)
