@@ -40,11 +40,12 @@ def azurite_binary() -> str:
         return found
     npm = shutil.which("npm")
     if npm is None:
-        pytest.skip("Azurite is not installed and npm is missing (npm install azurite@3)")
+        # Not hardware: a missing emulator must fail the run, not hide it.
+        pytest.fail("Azurite is not installed and npm is missing: install Node.js/npm (the noxfile installs azurite@3)")
     result = subprocess.run([npm, "install", "--prefix", str(CACHE), "azurite@3"], capture_output=True, timeout=600)
     binary = CACHE / "node_modules" / ".bin" / "azurite-blob"
     if result.returncode != 0 or not binary.exists():
-        pytest.skip(f"Azurite could not be installed with npm: {result.stderr.decode(errors='replace')[-300:]}")
+        pytest.fail(f"Azurite could not be installed with npm: {result.stderr.decode(errors='replace')[-300:]}")
     return str(binary)
 
 

