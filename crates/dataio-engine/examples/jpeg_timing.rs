@@ -4,12 +4,14 @@ use std::time::Instant;
 
 fn main() {
     let dir = std::env::args().nth(1).expect("folder");
-    let mut files: Vec<Vec<u8>> = std::fs::read_dir(dir).unwrap().map(|e| std::fs::read(e.unwrap().path()).unwrap()).collect();
+    let mut files: Vec<Vec<u8>> =
+        std::fs::read_dir(dir).unwrap().map(|e| std::fs::read(e.unwrap().path()).unwrap()).collect();
     files.truncate(200);
     for num in [8u32, 7, 6, 5, 4, 2] {
         let t0 = Instant::now();
         for f in &files {
-            let _ = jpeg::decode(f, jpeg::Mode::Rgb, 1 << 30, |_| Ok(jpeg::DecodePlan { scale_num: num, roi: None })).unwrap();
+            let _ = jpeg::decode(f, jpeg::Mode::Rgb, 1 << 30, |_| Ok(jpeg::DecodePlan { scale_num: num, roi: None }))
+                .unwrap();
         }
         println!("scale {num}/8: {:.0}/s", files.len() as f64 / t0.elapsed().as_secs_f64());
     }
@@ -17,11 +19,23 @@ fn main() {
     for (label, ops) in [
         ("decode", r#"{"op":"decode_image"}"#),
         ("+resize_short", r#"{"op":"decode_image"},{"op":"resize_short","params":{"size":256}}"#),
-        ("+resize_short nodct", r#"{"op":"decode_image","params":{"dct_scaling":false}},{"op":"resize_short","params":{"size":256}}"#),
-        ("+crop", r#"{"op":"decode_image"},{"op":"resize_short","params":{"size":256}},{"op":"center_crop","params":{"h":224,"w":224}}"#),
-        ("+normalize", r#"{"op":"decode_image"},{"op":"resize_short","params":{"size":256}},{"op":"center_crop","params":{"h":224,"w":224}},{"op":"normalize"}"#),
+        (
+            "+resize_short nodct",
+            r#"{"op":"decode_image","params":{"dct_scaling":false}},{"op":"resize_short","params":{"size":256}}"#,
+        ),
+        (
+            "+crop",
+            r#"{"op":"decode_image"},{"op":"resize_short","params":{"size":256}},{"op":"center_crop","params":{"h":224,"w":224}}"#,
+        ),
+        (
+            "+normalize",
+            r#"{"op":"decode_image"},{"op":"resize_short","params":{"size":256}},{"op":"center_crop","params":{"h":224,"w":224}},{"op":"normalize"}"#,
+        ),
     ] {
-        let plan = dataio_engine::plan::compile(&format!(r#"{{"version":1,"slots":[{{"name":"image","ops":[{ops}]}}],"shape":{{"kind":"batch","size":1}}}}"#)).unwrap();
+        let plan = dataio_engine::plan::compile(&format!(
+            r#"{{"version":1,"slots":[{{"name":"image","ops":[{ops}]}}],"shape":{{"kind":"batch","size":1}}}}"#
+        ))
+        .unwrap();
         let slot = &plan.slots[0];
         let rec = dataio_engine::exec::Record::default();
         let mut row = vec![0u32; 3 * 224 * 224];
@@ -29,9 +43,13 @@ fn main() {
         for f in &files {
             let key = SampleKey { seed: 0, epoch: 0, index: 0, slot: 0 };
             let shape = slot.static_shape.clone();
-            let bytes_row: &mut [u8] = unsafe { std::slice::from_raw_parts_mut(row.as_mut_ptr() as *mut u8, row.len() * 4) };
+            let bytes_row: &mut [u8] =
+                unsafe { std::slice::from_raw_parts_mut(row.as_mut_ptr() as *mut u8, row.len() * 4) };
             let dest = match (&shape, slot.dtype) {
-                (Some(sh), Some(dt)) => Dest { row: Some(&mut bytes_row[..sh.iter().product::<usize>() * dt.size()]), expect_shape: Some(sh) },
+                (Some(sh), Some(dt)) => Dest {
+                    row: Some(&mut bytes_row[..sh.iter().product::<usize>() * dt.size()]),
+                    expect_shape: Some(sh),
+                },
                 _ => Dest { row: None, expect_shape: None },
             };
             run_slot(slot, SlotInput::Data(bytes::Bytes::copy_from_slice(f)), &rec, key, None, dest).unwrap();

@@ -80,7 +80,11 @@ fn beta(s: &mut Stream, a: f64) -> f64 {
 }
 
 fn slot_index(batch: &Batch, name: &str, op: &str) -> Result<usize> {
-    batch.slots.iter().position(|(n, _)| n == name).ok_or_else(|| Error::invalid(format!("{op}: the batch has no slot {name:?}")))
+    batch
+        .slots
+        .iter()
+        .position(|(n, _)| n == name)
+        .ok_or_else(|| Error::invalid(format!("{op}: the batch has no slot {name:?}")))
 }
 
 fn stacked<'a>(batch: &'a Batch, i: usize, op: &str) -> Result<&'a Tensor> {
@@ -94,7 +98,10 @@ fn stacked<'a>(batch: &'a Batch, i: usize, op: &str) -> Result<&'a Tensor> {
 fn one_hot(labels: &Tensor, classes: usize, op: &str) -> Result<Vec<f32>> {
     let n = labels.shape.first().copied().unwrap_or(0);
     if labels.shape.len() != 1 {
-        return Err(Error::invalid(format!("{op}: labels must be one integer per sample, got shape {:?}", labels.shape)));
+        return Err(Error::invalid(format!(
+            "{op}: labels must be one integer per sample, got shape {:?}",
+            labels.shape
+        )));
     }
     let size = labels.dtype.size();
     let mut out = vec![0f32; n * classes];
@@ -121,7 +128,10 @@ fn f32_tensor(shape: Vec<usize>, data: &[f32]) -> Tensor {
 
 fn images_f32(t: &Tensor, op: &str) -> Result<Vec<f32>> {
     if t.dtype != DType::F32 {
-        return Err(Error::invalid(format!("{op}: the image slot must be float32 (add normalize() before it), got {}", t.dtype.name())));
+        return Err(Error::invalid(format!(
+            "{op}: the image slot must be float32 (add normalize() before it), got {}",
+            t.dtype.name()
+        )));
     }
     Ok(t.bytes().chunks_exact(4).map(|c| f32::from_ne_bytes(c.try_into().unwrap())).collect())
 }
@@ -183,7 +193,8 @@ fn mix(batch: &mut Batch, op: &BatchOp, s: &mut Stream, cut: bool) -> Result<()>
         }
     }
     let l = lam as f32;
-    let mixed: Vec<f32> = (0..n * classes).map(|k| l * y[k] + (1.0 - l) * y[roll(k / classes) * classes + k % classes]).collect();
+    let mixed: Vec<f32> =
+        (0..n * classes).map(|k| l * y[k] + (1.0 - l) * y[roll(k / classes) * classes + k % classes]).collect();
     batch.slots[si].1 = SlotValue::Stacked(f32_tensor(img.shape.clone(), &out));
     batch.slots[li].1 = SlotValue::Stacked(f32_tensor(vec![n, classes], &mixed));
     Ok(())
@@ -198,13 +209,19 @@ fn pad_to_longest(batch: &mut Batch, op: &BatchOp) -> Result<()> {
         SlotValue::Stacked(t) => {
             let n = t.shape[0];
             let lens = vec![t.shape.get(1).copied().unwrap_or(1) as i64; n];
-            let lt = Tensor::from_bytes(DType::I64, vec![n], &lens.iter().flat_map(|v| v.to_ne_bytes()).collect::<Vec<_>>())?;
+            let lt = Tensor::from_bytes(
+                DType::I64,
+                vec![n],
+                &lens.iter().flat_map(|v| v.to_ne_bytes()).collect::<Vec<_>>(),
+            )?;
             batch.slots.push((format!("{name}_lengths"), SlotValue::Stacked(lt)));
             return Ok(());
         }
         SlotValue::List(items) => items
             .iter()
-            .map(|t| t.clone().ok_or_else(|| Error::invalid(format!("pad_to_longest: slot {name:?} has a missing row"))))
+            .map(|t| {
+                t.clone().ok_or_else(|| Error::invalid(format!("pad_to_longest: slot {name:?} has a missing row")))
+            })
             .collect::<Result<_>>()?,
     };
     let Some(first) = rows.first() else { return Ok(()) };
@@ -212,7 +229,10 @@ fn pad_to_longest(batch: &mut Batch, op: &BatchOp) -> Result<()> {
     let tail: Vec<usize> = first.shape.get(1..).map(<[usize]>::to_vec).unwrap_or_default();
     for r in &rows {
         if r.dtype != dtype || r.shape.is_empty() || r.shape[1..] != tail[..] {
-            return Err(Error::invalid(format!("pad_to_longest: rows of {name:?} must share dtype and trailing dims; got {:?} and {:?}", first.shape, r.shape)));
+            return Err(Error::invalid(format!(
+                "pad_to_longest: rows of {name:?} must share dtype and trailing dims; got {:?} and {:?}",
+                first.shape, r.shape
+            )));
         }
     }
     let longest = rows.iter().map(|r| r.shape[0]).max().unwrap_or(0);
@@ -235,7 +255,10 @@ fn pad_to_longest(batch: &mut Batch, op: &BatchOp) -> Result<()> {
     shape.extend(&tail);
     batch.slots[si].1 = SlotValue::Stacked(Tensor { dtype, shape, buf: Arc::new(buf), offset: 0 });
     let lens: Vec<u8> = rows.iter().flat_map(|r| (r.shape[0] as i64).to_ne_bytes()).collect();
-    batch.slots.push((format!("{name}_lengths"), SlotValue::Stacked(Tensor::from_bytes(DType::I64, vec![rows.len()], &lens)?)));
+    batch.slots.push((
+        format!("{name}_lengths"),
+        SlotValue::Stacked(Tensor::from_bytes(DType::I64, vec![rows.len()], &lens)?),
+    ));
     Ok(())
 }
 

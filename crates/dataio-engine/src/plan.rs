@@ -247,7 +247,8 @@ impl<'a> Params<'a> {
         match self.get(name) {
             None => default.ok_or_else(|| self.ctx.err(format!("missing required parameter {name:?}"))),
             Some(v) => {
-                let n = v.as_u64().ok_or_else(|| self.ctx.err(format!("{name} must be a positive integer, got {v}")))?;
+                let n =
+                    v.as_u64().ok_or_else(|| self.ctx.err(format!("{name} must be a positive integer, got {v}")))?;
                 if n == 0 || n > 1 << 24 {
                     return Err(self.ctx.err(format!("{name} must be in 1..=16777216, got {n}")));
                 }
@@ -359,7 +360,10 @@ fn parse_pred(v: &Json, where_: &str) -> Result<Pred> {
         if matches!(cmp, Cmp::IsNull | Cmp::IsNotNull | Cmp::IsIn) {
             return Err(Error::Plan(format!("{where_}: shape predicates compare numbers (eq/ne/lt/le/gt/ge)")));
         }
-        let value = o.get("value").and_then(Json::as_f64).ok_or_else(|| Error::Plan(format!("{where_}: shape predicates need a number")))?;
+        let value = o
+            .get("value")
+            .and_then(Json::as_f64)
+            .ok_or_else(|| Error::Plan(format!("{where_}: shape predicates need a number")))?;
         return Ok(Pred::Shape { axis, cmp, value });
     }
     for (k, ctor) in [("and", true), ("or", false)] {
@@ -387,7 +391,9 @@ fn parse_decoder(ctx: &Ctx, name: &str, params: &Map<String, Json>, external: &B
             };
             let max_pixels = match p.get("max_pixels") {
                 None => 178_956_970,
-                Some(v) => v.as_u64().filter(|&n| n > 0).ok_or_else(|| ctx.err("max_pixels must be a positive integer"))?,
+                Some(v) => {
+                    v.as_u64().filter(|&n| n > 0).ok_or_else(|| ctx.err("max_pixels must be a positive integer"))?
+                }
             };
             Decoder::Image { mode, max_pixels, dct_scaling: p.bool("dct_scaling", true)? }
         }
@@ -431,14 +437,21 @@ fn parse_step(ctx: &Ctx, node: &Map<String, Json>, external: &BTreeSet<String>) 
     let ctx = Ctx { slot: ctx.slot, op: name.to_string(), index: ctx.index };
     let p = Params { ctx: &ctx, map: params, used: Default::default() };
     let step = match name {
-        "resize" => Step::Resize { h: p.u32("h", None)?, w: p.u32("w", None)?, interp: p.interp()?, antialias: p.bool("antialias", true)? },
+        "resize" => Step::Resize {
+            h: p.u32("h", None)?,
+            w: p.u32("w", None)?,
+            interp: p.interp()?,
+            antialias: p.bool("antialias", true)?,
+        },
         "resize_short" => Step::ResizeShort {
             size: p.u32("size", None)?,
             interp: p.interp()?,
             antialias: p.bool("antialias", true)?,
             max_size: p.get("max_size").map(|_| p.u32("max_size", None)).transpose()?,
         },
-        "resize_long" => Step::ResizeLong { size: p.u32("size", None)?, interp: p.interp()?, antialias: p.bool("antialias", true)? },
+        "resize_long" => {
+            Step::ResizeLong { size: p.u32("size", None)?, interp: p.interp()?, antialias: p.bool("antialias", true)? }
+        }
         "center_crop" => Step::CenterCrop { h: p.u32("h", None)?, w: p.u32("w", None)? },
         "crop" => Step::Crop { top: p.i64("top")?, left: p.i64("left")?, h: p.u32("h", None)?, w: p.u32("w", None)? },
         "random_crop" => Step::RandomCrop { h: p.u32("h", None)?, w: p.u32("w", None)? },
@@ -455,14 +468,23 @@ fn parse_step(ctx: &Ctx, node: &Map<String, Json>, external: &BTreeSet<String>) 
             if !(0.0..=1.0).contains(&prob) {
                 return Err(ctx.err(format!("p must be in [0, 1], got {prob}")));
             }
-            if name == "hflip" { Step::HFlip { p: prob } } else { Step::VFlip { p: prob } }
+            if name == "hflip" {
+                Step::HFlip { p: prob }
+            } else {
+                Step::VFlip { p: prob }
+            }
         }
         "normalize" => {
             let (mean, std) = match p.get("mean_std") {
                 None => mean_std("imagenet").unwrap(),
-                Some(Json::String(s)) => mean_std(s).ok_or_else(|| ctx.err(format!("unknown normalization {s:?} (imagenet, clip, symmetric, unit, or (mean, std))")))?,
+                Some(Json::String(s)) => mean_std(s).ok_or_else(|| {
+                    ctx.err(format!("unknown normalization {s:?} (imagenet, clip, symmetric, unit, or (mean, std))"))
+                })?,
                 Some(v) => {
-                    let arr = v.as_array().filter(|a| a.len() == 2).ok_or_else(|| ctx.err("mean_std must be a name or a (mean, std) pair"))?;
+                    let arr = v
+                        .as_array()
+                        .filter(|a| a.len() == 2)
+                        .ok_or_else(|| ctx.err("mean_std must be a name or a (mean, std) pair"))?;
                     let list = |x: &Json| -> Option<Vec<f32>> {
                         match x {
                             Json::Number(n) => Some(vec![n.as_f64()? as f32]),
@@ -472,7 +494,9 @@ fn parse_step(ctx: &Ctx, node: &Map<String, Json>, external: &BTreeSet<String>) 
                     };
                     let (m, s) = (list(&arr[0]), list(&arr[1]));
                     match (m, s) {
-                        (Some(m), Some(s)) if !m.is_empty() && m.len() == s.len() && s.iter().all(|&x| x != 0.0) => (m, s),
+                        (Some(m), Some(s)) if !m.is_empty() && m.len() == s.len() && s.iter().all(|&x| x != 0.0) => {
+                            (m, s)
+                        }
                         _ => return Err(ctx.err("mean and std must be numbers or equal-length lists, std non-zero")),
                     }
                 }
@@ -486,7 +510,9 @@ fn parse_step(ctx: &Ctx, node: &Map<String, Json>, external: &BTreeSet<String>) 
         }
         "to_chw" => Step::ToChw,
         "cast" => Step::Cast { dtype: DType::parse(p.str("dtype", "")?).map_err(|e| ctx.err(e))? },
-        other if external.contains(other) => return Ok(Step::External { name: other.to_string(), params: params.clone() }),
+        other if external.contains(other) => {
+            return Ok(Step::External { name: other.to_string(), params: params.clone() })
+        }
         other => return Err(ctx.err(format!("unknown op {other:?}"))),
     };
     p.finish()?;
@@ -516,7 +542,11 @@ fn infer(steps: &[Step], mut st: Infer, slot: &str) -> Result<Infer> {
             return Err(Error::Plan(format!("slot {slot:?}, op {}: geometry ops must come before to_chw", s.name())));
         }
         match s {
-            Step::Resize { h, w, .. } | Step::CenterCrop { h, w } | Step::Crop { h, w, .. } | Step::RandomCrop { h, w } | Step::RandomResizedCrop { h, w, .. } => {
+            Step::Resize { h, w, .. }
+            | Step::CenterCrop { h, w }
+            | Step::Crop { h, w, .. }
+            | Step::RandomCrop { h, w }
+            | Step::RandomResizedCrop { h, w, .. } => {
                 st.h = Some(*h as usize);
                 st.w = Some(*w as usize);
             }
@@ -527,7 +557,11 @@ fn infer(steps: &[Step], mut st: Infer, slot: &str) -> Result<Infer> {
             Step::HFlip { .. } | Step::VFlip { .. } => {}
             Step::Normalize { mean, layout, .. } => {
                 if mean.len() != 1 && mean.len() != st.c {
-                    return Err(Error::Plan(format!("slot {slot:?}, op normalize: {} means for {} channels", mean.len(), st.c)));
+                    return Err(Error::Plan(format!(
+                        "slot {slot:?}, op normalize: {} means for {} channels",
+                        mean.len(),
+                        st.c
+                    )));
                 }
                 st.normalized = true;
                 st.dtype = DType::F32;
@@ -539,7 +573,9 @@ fn infer(steps: &[Step], mut st: Infer, slot: &str) -> Result<Infer> {
                 let a = infer(then, st.clone(), slot)?;
                 let b = infer(otherwise, st.clone(), slot)?;
                 if a.c != b.c || a.chw != b.chw || a.dtype != b.dtype || a.normalized != b.normalized {
-                    return Err(Error::Plan(format!("slot {slot:?}, when #{i}: both branches must produce the same dtype and layout")));
+                    return Err(Error::Plan(format!(
+                        "slot {slot:?}, when #{i}: both branches must produce the same dtype and layout"
+                    )));
                 }
                 st = Infer { h: if a.h == b.h { a.h } else { None }, w: if a.w == b.w { a.w } else { None }, ..a };
             }
@@ -574,7 +610,10 @@ pub fn compile(json: &str) -> Result<Plan> {
         .and_then(Json::as_array)
         .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
         .unwrap_or_default();
-    let slots_json = root.get("slots").and_then(Json::as_array).ok_or_else(|| Error::Plan("a pipeline needs at least one slot".into()))?;
+    let slots_json = root
+        .get("slots")
+        .and_then(Json::as_array)
+        .ok_or_else(|| Error::Plan("a pipeline needs at least one slot".into()))?;
     if slots_json.is_empty() {
         return Err(Error::Plan("a pipeline needs at least one slot".into()));
     }
@@ -583,7 +622,11 @@ pub fn compile(json: &str) -> Result<Plan> {
     let mut names = BTreeSet::new();
     for sj in slots_json {
         let so = obj(sj, "slot")?;
-        let name = so.get("name").and_then(Json::as_str).ok_or_else(|| Error::Plan("every slot needs a name".into()))?.to_string();
+        let name = so
+            .get("name")
+            .and_then(Json::as_str)
+            .ok_or_else(|| Error::Plan("every slot needs a name".into()))?
+            .to_string();
         if !names.insert(name.clone()) {
             return Err(Error::Plan(format!("two slots are named {name:?}")));
         }
@@ -600,10 +643,14 @@ pub fn compile(json: &str) -> Result<Plan> {
             Some(p) => {
                 let pred = parse_pred(p, &format!("slot {name:?}, active_when"))?;
                 if pred.uses_shape() {
-                    return Err(Error::Plan(format!("slot {name:?}: active_when runs before any read, so it can test fields only, not shapes")));
+                    return Err(Error::Plan(format!(
+                        "slot {name:?}: active_when runs before any read, so it can test fields only, not shapes"
+                    )));
                 }
                 if !optional {
-                    return Err(Error::Plan(format!("slot {name:?}: active_when needs an optional slot (dataio.slot({name:?}, optional=True))")));
+                    return Err(Error::Plan(format!(
+                        "slot {name:?}: active_when needs an optional slot (dataio.slot({name:?}, optional=True))"
+                    )));
                 }
                 pred.fields(&mut fields);
                 Some(pred)
@@ -631,14 +678,20 @@ pub fn compile(json: &str) -> Result<Plan> {
             let node = obj(node, "op")?;
             let op_name = node.get("op").and_then(Json::as_str).unwrap_or("").to_string();
             if op_name.starts_with("decode_") {
-                return Err(Error::Plan(format!("slot {name:?}, op #{i} {op_name}: a slot has exactly one decoder, and it comes first")));
+                return Err(Error::Plan(format!(
+                    "slot {name:?}, op #{i} {op_name}: a slot has exactly one decoder, and it comes first"
+                )));
             }
             let ctx = Ctx { slot: &name, op: op_name, index: i };
             steps.push(parse_step(&ctx, node, &external)?);
         }
         let (static_shape, dtype) = match &decoder {
             Decoder::Image { mode, .. } => {
-                let st = infer(&steps, Infer { h: None, w: None, c: mode.channels(), chw: false, dtype: DType::U8, normalized: false }, &name)?;
+                let st = infer(
+                    &steps,
+                    Infer { h: None, w: None, c: mode.channels(), chw: false, dtype: DType::U8, normalized: false },
+                    &name,
+                )?;
                 let shape = match (st.h, st.w, has_external(&steps)) {
                     (Some(h), Some(w), false) => Some(if st.chw { vec![st.c, h, w] } else { vec![h, w, st.c] }),
                     _ => None,
@@ -648,7 +701,11 @@ pub fn compile(json: &str) -> Result<Plan> {
             _ => {
                 for s in &steps {
                     if !matches!(s, Step::Cast { .. } | Step::External { .. }) {
-                        return Err(Error::Plan(format!("slot {name:?}, op {}: image ops need decode_image(); this slot decodes {}", s.name(), dec_name)));
+                        return Err(Error::Plan(format!(
+                            "slot {name:?}, op {}: image ops need decode_image(); this slot decodes {}",
+                            s.name(),
+                            dec_name
+                        )));
                     }
                 }
                 (None, None)
@@ -656,15 +713,30 @@ pub fn compile(json: &str) -> Result<Plan> {
         };
         slots.push(SlotProgram { name, field, optional, stack, active_when, decoder, steps, static_shape, dtype });
     }
-    let shape_json = obj(root.get("shape").ok_or_else(|| Error::Plan("a pipeline needs exactly one shape stage: batch(), collate() or group_by()".into()))?, "shape")?;
+    let shape_json = obj(
+        root.get("shape").ok_or_else(|| {
+            Error::Plan("a pipeline needs exactly one shape stage: batch(), collate() or group_by()".into())
+        })?,
+        "shape",
+    )?;
     let prefetch = shape_json.get("prefetch").and_then(Json::as_u64).unwrap_or(2).max(1) as usize;
     let shape = match shape_json.get("kind").and_then(Json::as_str) {
         Some("batch") => {
-            let size = shape_json.get("size").and_then(Json::as_u64).filter(|&n| n > 0).ok_or_else(|| Error::Plan("batch(size): size must be a positive integer".into()))?;
-            Shape::Batch { size: size as usize, drop_last: shape_json.get("drop_last").and_then(Json::as_bool).unwrap_or(false) }
+            let size = shape_json
+                .get("size")
+                .and_then(Json::as_u64)
+                .filter(|&n| n > 0)
+                .ok_or_else(|| Error::Plan("batch(size): size must be a positive integer".into()))?;
+            Shape::Batch {
+                size: size as usize,
+                drop_last: shape_json.get("drop_last").and_then(Json::as_bool).unwrap_or(false),
+            }
         }
         Some("group_by") => {
-            let key = shape_json.get("key").and_then(Json::as_str).ok_or_else(|| Error::Plan("group_by(key): key must be a field name".into()))?;
+            let key = shape_json
+                .get("key")
+                .and_then(Json::as_str)
+                .ok_or_else(|| Error::Plan("group_by(key): key must be a field name".into()))?;
             fields.insert(key.to_string());
             Shape::GroupBy { key: key.to_string() }
         }
@@ -680,7 +752,10 @@ pub fn compile(json: &str) -> Result<Plan> {
             let o = obj(b, "batch op")?;
             let name = o.get("op").and_then(Json::as_str).unwrap_or("").to_string();
             if !crate::batch_ops::KNOWN.contains(&name.as_str()) {
-                return Err(Error::Plan(format!("unknown batch transform {name:?} (known: {})", crate::batch_ops::KNOWN.join(", "))));
+                return Err(Error::Plan(format!(
+                    "unknown batch transform {name:?} (known: {})",
+                    crate::batch_ops::KNOWN.join(", ")
+                )));
             }
             let params = o.get("params").and_then(Json::as_object).cloned().unwrap_or_default();
             let op = BatchOp { name, params };
@@ -743,29 +818,43 @@ mod tests {
 
     #[test]
     fn bad_plans_name_the_stage() {
-        let e = err(r#"{"version":1,"slots":[{"name":"x","ops":[{"op":"resize","params":{"h":2,"w":2}}]}],"shape":{"kind":"batch","size":2}}"#);
+        let e = err(
+            r#"{"version":1,"slots":[{"name":"x","ops":[{"op":"resize","params":{"h":2,"w":2}}]}],"shape":{"kind":"batch","size":2}}"#,
+        );
         assert!(e.contains("has no decoder"), "{e}");
-        let e = err(r#"{"version":1,"slots":[{"name":"x","ops":[{"op":"decode_image"},{"op":"blur"}]}],"shape":{"kind":"batch","size":2}}"#);
+        let e = err(
+            r#"{"version":1,"slots":[{"name":"x","ops":[{"op":"decode_image"},{"op":"blur"}]}],"shape":{"kind":"batch","size":2}}"#,
+        );
         assert!(e.contains("slot \"x\", op #1 blur: unknown op"), "{e}");
-        let e = err(r#"{"version":1,"slots":[{"name":"x","ops":[{"op":"decode_image"},{"op":"resize","params":{"h":"2","w":2}}]}],"shape":{"kind":"batch","size":2}}"#);
+        let e = err(
+            r#"{"version":1,"slots":[{"name":"x","ops":[{"op":"decode_image"},{"op":"resize","params":{"h":"2","w":2}}]}],"shape":{"kind":"batch","size":2}}"#,
+        );
         assert!(e.contains("h must be a positive integer"), "{e}");
-        let e = err(r#"{"version":1,"slots":[{"name":"x","ops":[{"op":"decode_image","params":{"bogus":1}}]}],"shape":{"kind":"batch","size":2}}"#);
+        let e = err(
+            r#"{"version":1,"slots":[{"name":"x","ops":[{"op":"decode_image","params":{"bogus":1}}]}],"shape":{"kind":"batch","size":2}}"#,
+        );
         assert!(e.contains("unknown parameter \"bogus\""), "{e}");
-        let e = err(r#"{"version":1,"slots":[{"name":"x","ops":[{"op":"decode_image"},{"op":"normalize"},{"op":"resize","params":{"h":2,"w":2}}]}],"shape":{"kind":"batch","size":2}}"#);
+        let e = err(
+            r#"{"version":1,"slots":[{"name":"x","ops":[{"op":"decode_image"},{"op":"normalize"},{"op":"resize","params":{"h":2,"w":2}}]}],"shape":{"kind":"batch","size":2}}"#,
+        );
         assert!(e.contains("before normalize"), "{e}");
         let e = err(r#"{"version":1,"slots":[{"name":"x","ops":[{"op":"decode_bytes"}]}]}"#);
         assert!(e.contains("exactly one shape stage"), "{e}");
-        let e = err(r#"{"version":1,"slots":[{"name":"x","optional":false,"active_when":{"col":"m","cmp":"is_not_null"},"ops":[{"op":"decode_bytes"}]}],"shape":{"kind":"batch","size":1}}"#);
+        let e = err(
+            r#"{"version":1,"slots":[{"name":"x","optional":false,"active_when":{"col":"m","cmp":"is_not_null"},"ops":[{"op":"decode_bytes"}]}],"shape":{"kind":"batch","size":1}}"#,
+        );
         assert!(e.contains("optional"), "{e}");
     }
 
     #[test]
     fn branches_with_equal_outputs_stay_static() {
-        let p = compile(r#"{"version":1,"slots":[{"name":"image","ops":[{"op":"decode_image"},
+        let p = compile(
+            r#"{"version":1,"slots":[{"name":"image","ops":[{"op":"decode_image"},
             {"op":"when","pred":{"shape":0,"cmp":"gt","value":512},
              "then":[{"op":"center_crop","params":{"h":512,"w":512}}],
              "otherwise":[{"op":"resize","params":{"h":512,"w":512}}]}]}],
-            "shape":{"kind":"group_by","key":"batch_id"}}"#)
+            "shape":{"kind":"group_by","key":"batch_id"}}"#,
+        )
         .unwrap();
         assert_eq!(p.slots[0].static_shape, Some(vec![512, 512, 3]));
         assert!(p.fields.contains(&"batch_id".to_string()));

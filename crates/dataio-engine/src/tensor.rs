@@ -122,7 +122,13 @@ impl AlignedBuf {
     pub fn new(len: usize, zero: bool) -> Self {
         let layout = Self::layout(len);
         // SAFETY: non-zero size and valid alignment; null is handled below.
-        let ptr = unsafe { if zero { alloc_zeroed(layout) } else { alloc(layout) } };
+        let ptr = unsafe {
+            if zero {
+                alloc_zeroed(layout)
+            } else {
+                alloc(layout)
+            }
+        };
         if ptr.is_null() {
             std::alloc::handle_alloc_error(layout);
         }
@@ -261,7 +267,11 @@ impl Tensor {
     pub fn from_bytes(dtype: DType, shape: Vec<usize>, data: &[u8]) -> Result<Self> {
         let n: usize = shape.iter().product::<usize>() * dtype.size();
         if n != data.len() {
-            return Err(Error::invalid(format!("{} bytes do not make a {} tensor of shape {shape:?}", data.len(), dtype.name())));
+            return Err(Error::invalid(format!(
+                "{} bytes do not make a {} tensor of shape {shape:?}",
+                data.len(),
+                dtype.name()
+            )));
         }
         Ok(Tensor { dtype, shape, buf: Arc::new(AlignedBuf::from_slice(data)), offset: 0 })
     }

@@ -49,7 +49,13 @@ fn drain(loader: &mut Loader) -> Vec<dataio_engine::exec::Batch> {
 #[test]
 fn batches_come_in_order_with_static_tensors() {
     let plan = Arc::new(compile(PLAN).unwrap());
-    let mut loader = Loader::start(plan, Box::new(VecSource::new(records(10))), Options { concurrency: 3, ..Default::default() }, None).unwrap();
+    let mut loader = Loader::start(
+        plan,
+        Box::new(VecSource::new(records(10))),
+        Options { concurrency: 3, ..Default::default() },
+        None,
+    )
+    .unwrap();
     let batches = drain(&mut loader);
     assert_eq!(batches.iter().map(|b| b.keys.len()).collect::<Vec<_>>(), vec![4, 4, 2]);
     assert_eq!(batches[1].keys, vec!["r4", "r5", "r6", "r7"]);
@@ -130,7 +136,9 @@ fn group_by_makes_one_batch_per_run_of_the_key() {
     for (i, r) in recs.iter_mut().enumerate() {
         r.fields.push(("batch_id".into(), Value::Int([0, 0, 0, 1, 1, 2, 2][i])));
     }
-    let plan = Arc::new(compile(&PLAN.replace(r#""kind":"batch","size":4"#, r#""kind":"group_by","key":"batch_id""#)).unwrap());
+    let plan = Arc::new(
+        compile(&PLAN.replace(r#""kind":"batch","size":4"#, r#""kind":"group_by","key":"batch_id""#)).unwrap(),
+    );
     let mut l = Loader::start(plan, Box::new(VecSource::stream(recs)), Options::default(), None).unwrap();
     let sizes: Vec<usize> = drain(&mut l).iter().map(|b| b.keys.len()).collect();
     assert_eq!(sizes, vec![3, 2, 2]);

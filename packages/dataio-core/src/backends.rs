@@ -110,14 +110,26 @@ impl PyBackend {
             }
         }
         let name = match b.getattr("name") {
-            Ok(n) => n.extract::<String>().unwrap_or_else(|_| b.get_type().name().map(|n| n.to_string()).unwrap_or_default()),
+            Ok(n) => {
+                n.extract::<String>().unwrap_or_else(|_| b.get_type().name().map(|n| n.to_string()).unwrap_or_default())
+            }
             Err(_) => b.get_type().name().map(|n| n.to_string()).unwrap_or_default(),
         };
-        let mut caps = Capabilities { write: b.hasattr("open_writer")?, delete: b.hasattr("delete")?, list: true, ranged_read: true };
+        let mut caps = Capabilities {
+            write: b.hasattr("open_writer")?,
+            delete: b.hasattr("delete")?,
+            list: true,
+            ranged_read: true,
+        };
         if let Ok(declared) = b.getattr("capabilities") {
             if let Ok(set) = declared.extract::<Vec<String>>() {
                 let has = |n: &str| set.iter().any(|s| s == n);
-                caps = Capabilities { write: has("write"), delete: has("delete"), list: has("list"), ranged_read: has("ranged_read") };
+                caps = Capabilities {
+                    write: has("write"),
+                    delete: has("delete"),
+                    list: has("list"),
+                    ranged_read: has("ranged_read"),
+                };
             }
         }
         Ok(PyBackend { obj, name, caps })
@@ -171,23 +183,24 @@ struct PyWriter {
 impl ObjectWriter for PyWriter {
     async fn write(&mut self, data: Bytes) -> Result<()> {
         Python::attach(|py| {
-            self.writer.bind(py).call_method1("write", (PyBytes::new(py, &data),)).map(|_| ()).map_err(|e| from_pyerr(py, e, Some(&self.uri)))
+            self.writer
+                .bind(py)
+                .call_method1("write", (PyBytes::new(py, &data),))
+                .map(|_| ())
+                .map_err(|e| from_pyerr(py, e, Some(&self.uri)))
         })
     }
     async fn commit(self: Box<Self>) -> Result<PutResult> {
         Python::attach(|py| {
             let r = self.writer.bind(py).call_method0("commit").map_err(|e| from_pyerr(py, e, Some(&self.uri)))?;
             let etag = if r.is_none() { String::new() } else { r.str().map(|s| s.to_string()).unwrap_or_default() };
-            Ok(PutResult { etag, size: 0 })
-        })
-        .map_err(|e: Error| e)
-        .map(|p| {
-            let _ = &self.uri;
-            p
+            Ok::<_, Error>(PutResult { etag, size: 0 })
         })
     }
     async fn abort(self: Box<Self>) -> Result<()> {
-        Python::attach(|py| self.writer.bind(py).call_method0("abort").map(|_| ()).map_err(|e| from_pyerr(py, e, Some(&self.uri))))
+        Python::attach(|py| {
+            self.writer.bind(py).call_method0("abort").map(|_| ()).map_err(|e| from_pyerr(py, e, Some(&self.uri)))
+        })
     }
 }
 

@@ -195,7 +195,9 @@ impl PyTensor {
         let _ = stream;
         if let Some((dev, _)) = dl_device {
             if dev != KDL_CPU {
-                return Err(PyBufferError::new_err("dataio tensors live in host memory; move them to the device after import"));
+                return Err(PyBufferError::new_err(
+                    "dataio tensors live in host memory; move them to the device after import",
+                ));
             }
         }
         if copy == Some(true) {
@@ -218,7 +220,11 @@ impl PyTensor {
                 }));
                 ffi::PyCapsule_New(m as *mut c_void, DLTENSOR_VERSIONED.as_ptr(), Some(capsule_destructor))
             } else {
-                let m = Box::into_raw(Box::new(DLManagedTensor { dl_tensor: dl, manager_ctx: ctx, deleter: Some(delete_legacy) }));
+                let m = Box::into_raw(Box::new(DLManagedTensor {
+                    dl_tensor: dl,
+                    manager_ctx: ctx,
+                    deleter: Some(delete_legacy),
+                }));
                 ffi::PyCapsule_New(m as *mut c_void, DLTENSOR.as_ptr(), Some(capsule_destructor))
             }
         };
@@ -226,11 +232,22 @@ impl PyTensor {
         unsafe { Bound::from_owned_ptr_or_err(py, cap) }.map(Bound::unbind)
     }
 
-    unsafe fn __getbuffer__(slf: Bound<'_, Self>, view: *mut ffi::Py_buffer, flags: std::os::raw::c_int) -> PyResult<()> {
+    unsafe fn __getbuffer__(
+        slf: Bound<'_, Self>,
+        view: *mut ffi::Py_buffer,
+        flags: std::os::raw::c_int,
+    ) -> PyResult<()> {
         let t = &slf.get().inner;
         // SAFETY: the view references `slf`, which keeps the buffer alive.
         let rc = unsafe {
-            ffi::PyBuffer_FillInfo(view, slf.as_ptr(), t.buf.as_mut_ptr().add(t.offset) as *mut c_void, t.nbytes() as isize, 0, flags)
+            ffi::PyBuffer_FillInfo(
+                view,
+                slf.as_ptr(),
+                t.buf.as_mut_ptr().add(t.offset) as *mut c_void,
+                t.nbytes() as isize,
+                0,
+                flags,
+            )
         };
         if rc != 0 {
             return Err(PyErr::fetch(slf.py()));

@@ -3,7 +3,9 @@
 
 use dataio_engine::error::{ErrorKind, ForeignPayload};
 use dataio_engine::Error;
-use pyo3::exceptions::{PyFileNotFoundError, PyIsADirectoryError, PyNotADirectoryError, PyPermissionError, PyValueError};
+use pyo3::exceptions::{
+    PyFileNotFoundError, PyIsADirectoryError, PyNotADirectoryError, PyPermissionError, PyValueError,
+};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyDict;
@@ -127,7 +129,12 @@ pub fn from_pyerr(py: Python<'_>, err: PyErr, uri: Option<&str>) -> Error {
         let kind = kind_of_dataio(py, &err).unwrap_or(kind);
         return Error::Foreign { kind, message, uri: None, payload: ForeignPayload(Arc::new(err)) };
     }
-    Error::Foreign { kind, message: format!("{name}: {message}"), uri: uri.map(str::to_string), payload: ForeignPayload(Arc::new(err)) }
+    Error::Foreign {
+        kind,
+        message: format!("{name}: {message}"),
+        uri: uri.map(str::to_string),
+        payload: ForeignPayload(Arc::new(err)),
+    }
 }
 
 fn is_ours(py: Python<'_>, err: &PyErr) -> bool {

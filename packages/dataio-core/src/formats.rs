@@ -44,7 +44,12 @@ pub fn decode_image(py: Python<'_>, data: &Bound<'_, PyAny>, mode: &str, max_pix
 /// Payload (offset, length) of every record of a TFRecord file.
 #[pyfunction]
 #[pyo3(signature = (uri, data, check_crc=true))]
-pub fn tfrecord_split(py: Python<'_>, uri: &str, data: &Bound<'_, PyAny>, check_crc: bool) -> PyResult<Vec<(usize, usize)>> {
+pub fn tfrecord_split(
+    py: Python<'_>,
+    uri: &str,
+    data: &Bound<'_, PyAny>,
+    check_crc: bool,
+) -> PyResult<Vec<(usize, usize)>> {
     let held = ReadBuffer::get(data)?;
     let slice = held.as_slice();
     py.detach(|| tfrecord::split_records(uri, slice, check_crc)).map_py(py)
@@ -52,12 +57,20 @@ pub fn tfrecord_split(py: Python<'_>, uri: &str, data: &Bound<'_, PyAny>, check_
 
 /// Parses records `spans` of `data` as tf.train.Example into dicts of lists.
 #[pyfunction]
-pub fn tfrecord_parse<'py>(py: Python<'py>, uri: &str, data: &Bound<'py, PyAny>, spans: Vec<(usize, usize)>, first_index: usize) -> PyResult<Bound<'py, PyList>> {
+pub fn tfrecord_parse<'py>(
+    py: Python<'py>,
+    uri: &str,
+    data: &Bound<'py, PyAny>,
+    spans: Vec<(usize, usize)>,
+    first_index: usize,
+) -> PyResult<Bound<'py, PyList>> {
     let held = ReadBuffer::get(data)?;
     let buf = held.as_slice();
     let out = PyList::empty(py);
     for (i, (off, len)) in spans.into_iter().enumerate() {
-        let rec = buf.get(off..off.saturating_add(len)).ok_or_else(|| pyo3::exceptions::PyValueError::new_err("span outside the buffer"))?;
+        let rec = buf
+            .get(off..off.saturating_add(len))
+            .ok_or_else(|| pyo3::exceptions::PyValueError::new_err("span outside the buffer"))?;
         let parsed = tfrecord::parse_example(uri, first_index + i, rec).map_py(py)?;
         let d = PyDict::new(py);
         for (name, feature) in parsed {

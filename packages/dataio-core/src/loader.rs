@@ -42,6 +42,7 @@ impl CompiledPlan {
         }
     }
     /// Per slot: (name, static per-sample shape or None, dtype or None).
+    #[allow(clippy::type_complexity)] // the tuple is what Python receives
     fn slots(&self) -> Vec<(String, Option<Vec<usize>>, Option<&'static str>)> {
         self.inner.slots.iter().map(|s| (s.name.clone(), s.static_shape.clone(), s.dtype.map(|d| d.name()))).collect()
     }
@@ -119,8 +120,15 @@ fn clone_row_error(e: &dataio_engine::Error) -> dataio_engine::Error {
     use dataio_engine::Error as E;
     match e {
         E::Row { context, source } => E::Row { context: context.clone(), source: Box::new(clone_row_error(source)) },
-        E::Foreign { kind, message, uri, payload } => E::Foreign { kind: *kind, message: message.clone(), uri: uri.clone(), payload: payload.clone() },
-        other => E::Foreign { kind: other.kind(), message: other.to_string(), uri: other.uri().map(str::to_string), payload: dataio_engine::error::ForeignPayload(Arc::new(())) },
+        E::Foreign { kind, message, uri, payload } => {
+            E::Foreign { kind: *kind, message: message.clone(), uri: uri.clone(), payload: payload.clone() }
+        }
+        other => E::Foreign {
+            kind: other.kind(),
+            message: other.to_string(),
+            uri: other.uri().map(str::to_string),
+            payload: dataio_engine::error::ForeignPayload(Arc::new(())),
+        },
     }
 }
 

@@ -88,7 +88,14 @@ pub struct PySource {
 }
 
 impl PySource {
-    pub fn new(py: Python<'_>, obj: Py<PyAny>, sized: bool, fields: Vec<String>, prepare: Option<Py<PyAny>>, context: Option<Py<PyAny>>) -> PyResult<Self> {
+    pub fn new(
+        py: Python<'_>,
+        obj: Py<PyAny>,
+        sized: bool,
+        fields: Vec<String>,
+        prepare: Option<Py<PyAny>>,
+        context: Option<Py<PyAny>>,
+    ) -> PyResult<Self> {
         let len = if sized { Some(obj.bind(py).len()? as u64) } else { None };
         Ok(PySource { obj, iter: None, len, fields, prepare, context })
     }
@@ -107,7 +114,9 @@ impl PySource {
         };
         let dict = rec.cast::<PyDict>().map_err(|_| {
             let ty = rec.get_type().name().map(|n| n.to_string()).unwrap_or_default();
-            Error::invalid(format!("record at position {position} is a {ty}, not a dict (map records to dicts with dataio.map)"))
+            Error::invalid(format!(
+                "record at position {position} is a {ty}, not a dict (map records to dicts with dataio.map)"
+            ))
         })?;
         let mut fields = Vec::with_capacity(self.fields.len());
         for name in &self.fields {
@@ -139,7 +148,8 @@ impl PySource {
             let Some(col) = cols.get_item(name).map_err(wrap)? else { continue };
             for (row, v) in col.try_iter().map_err(wrap)?.enumerate() {
                 let v = v.map_err(wrap)?;
-                let value = to_value(&v).map_err(|e| Error::invalid(format!("column {name:?}, row {row}: {}", e.value(py))))?;
+                let value =
+                    to_value(&v).map_err(|e| Error::invalid(format!("column {name:?}, row {row}: {}", e.value(py))))?;
                 match records.get_mut(row) {
                     Some(r) => r.fields.push((name.clone(), value)),
                     None => return Err(Error::invalid(format!("column {name:?} has more rows than requested"))),
@@ -215,7 +225,11 @@ impl ExternalOps for PyOps {
     fn decode(&self, name: &str, data: &[u8], params: &Map<String, Json>) -> Result<Tensor> {
         Python::attach(|py| {
             let params = serde_json::to_string(params).unwrap_or_default();
-            let r = self.call.bind(py).call1(("decode", name, PyBytes::new(py, data), params)).map_err(|e| from_pyerr(py, e, None))?;
+            let r = self
+                .call
+                .bind(py)
+                .call1(("decode", name, PyBytes::new(py, data), params))
+                .map_err(|e| from_pyerr(py, e, None))?;
             tensor_from_py(py, &r).map_err(|e| from_pyerr(py, e, None))
         })
     }
@@ -224,7 +238,8 @@ impl ExternalOps for PyOps {
         Python::attach(|py| {
             let params = serde_json::to_string(params).unwrap_or_default();
             let payload = (input.dtype.name(), input.shape.clone(), PyBytes::new(py, input.bytes()));
-            let r = self.call.bind(py).call1(("transform", name, payload, params)).map_err(|e| from_pyerr(py, e, None))?;
+            let r =
+                self.call.bind(py).call1(("transform", name, payload, params)).map_err(|e| from_pyerr(py, e, None))?;
             tensor_from_py(py, &r).map_err(|e| from_pyerr(py, e, None))
         })
     }

@@ -47,7 +47,12 @@ pub struct Batch {
 
 impl std::fmt::Debug for Batch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Batch").field("seq", &self.seq).field("keys", &self.keys).field("slots", &self.slots).field("errors", &self.errors).finish()
+        f.debug_struct("Batch")
+            .field("seq", &self.seq)
+            .field("keys", &self.keys)
+            .field("slots", &self.slots)
+            .field("errors", &self.errors)
+            .finish()
     }
 }
 
@@ -170,7 +175,13 @@ impl BatchBuilder {
                     for (dst, &src) in keep.iter().enumerate() {
                         if dst != src {
                             // SAFETY: every task has finished; we own the buffer.
-                            unsafe { std::ptr::copy(buf.as_ptr().add(src * row_bytes), buf.as_mut_ptr().add(dst * row_bytes), row_bytes) };
+                            unsafe {
+                                std::ptr::copy(
+                                    buf.as_ptr().add(src * row_bytes),
+                                    buf.as_mut_ptr().add(dst * row_bytes),
+                                    row_bytes,
+                                )
+                            };
                         }
                     }
                     let buf = buf.clone();
@@ -182,7 +193,14 @@ impl BatchBuilder {
                         SlotValue::List(
                             keep.iter()
                                 .enumerate()
-                                .map(|(dst, &src)| written[si][src].then(|| Tensor { dtype, shape: shape.clone(), buf: buf.clone(), offset: dst * row_bytes }))
+                                .map(|(dst, &src)| {
+                                    written[si][src].then(|| Tensor {
+                                        dtype,
+                                        shape: shape.clone(),
+                                        buf: buf.clone(),
+                                        offset: dst * row_bytes,
+                                    })
+                                })
                                 .collect(),
                         )
                     }

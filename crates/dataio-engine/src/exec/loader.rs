@@ -162,7 +162,12 @@ pub enum Next {
 }
 
 impl Loader {
-    pub fn start(plan: Arc<Plan>, mut source: Box<dyn RecordSource>, opts: Options, external: Option<Arc<dyn ExternalOps>>) -> Result<Loader> {
+    pub fn start(
+        plan: Arc<Plan>,
+        mut source: Box<dyn RecordSource>,
+        opts: Options,
+        external: Option<Arc<dyn ExternalOps>>,
+    ) -> Result<Loader> {
         opts.shard.check()?;
         let len = source.len();
         let sized = len.is_some();
@@ -356,8 +361,15 @@ impl Drop for Loader {
 fn clone_err(e: &Error) -> Error {
     match e {
         Error::Row { context, source } => Error::Row { context: context.clone(), source: Box::new(clone_err(source)) },
-        Error::Foreign { kind, message, uri, payload } => Error::Foreign { kind: *kind, message: message.clone(), uri: uri.clone(), payload: payload.clone() },
-        other => Error::Foreign { kind: other.kind(), message: other.to_string(), uri: None, payload: crate::error::ForeignPayload(Arc::new(())) },
+        Error::Foreign { kind, message, uri, payload } => {
+            Error::Foreign { kind: *kind, message: message.clone(), uri: uri.clone(), payload: payload.clone() }
+        }
+        other => Error::Foreign {
+            kind: other.kind(),
+            message: other.to_string(),
+            uri: None,
+            payload: crate::error::ForeignPayload(Arc::new(())),
+        },
     }
 }
 
@@ -388,7 +400,11 @@ fn coordinate(sh: &Arc<Shared>, source: &mut dyn RecordSource, mut schedule: Opt
                     let recs = source.get(&indices)?;
                     sh.counters.source_ns.fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
                     if recs.len() != indices.len() {
-                        return Err(Error::invalid(format!("the record source returned {} records for {} indices", recs.len(), indices.len())));
+                        return Err(Error::invalid(format!(
+                            "the record source returned {} records for {} indices",
+                            recs.len(),
+                            indices.len()
+                        )));
                     }
                     rows = picks.iter().zip(recs).map(|(&(pos, idx), r)| (idx, pos, r)).collect();
                 }
@@ -413,7 +429,10 @@ fn coordinate(sh: &Arc<Shared>, source: &mut dyn RecordSource, mut schedule: Opt
                     };
                     let Some((pos, rec)) = item else { break };
                     let k = rec.get(key).cloned().ok_or_else(|| {
-                        Error::invalid(format!("group_by({key:?}): record {} (position {pos}) has no field {key:?}", rec.key(pos)))
+                        Error::invalid(format!(
+                            "group_by({key:?}): record {} (position {pos}) has no field {key:?}",
+                            rec.key(pos)
+                        ))
                     })?;
                     match &group {
                         None => group = Some(k),
@@ -440,7 +459,15 @@ fn coordinate(sh: &Arc<Shared>, source: &mut dyn RecordSource, mut schedule: Opt
             break;
         }
         let end_position = rows.last().map(|r| r.1 + 1).unwrap_or(0);
-        let metas: Vec<RowMeta> = rows.iter().map(|(idx, pos, rec)| RowMeta { index: *idx, position: *pos, key: rec.key(*idx), context: rec.context.clone() }).collect();
+        let metas: Vec<RowMeta> = rows
+            .iter()
+            .map(|(idx, pos, rec)| RowMeta {
+                index: *idx,
+                position: *pos,
+                key: rec.key(*idx),
+                context: rec.context.clone(),
+            })
+            .collect();
         let builder = Arc::new(BatchBuilder::new(seq, &plan, metas, end_position));
         sh.counters.batches_built.fetch_add(1, Ordering::Relaxed);
         for (row, (idx, _pos, rec)) in rows.into_iter().enumerate() {
@@ -524,7 +551,10 @@ fn classify(plan: &Plan, rec: &Record, idx: u64) -> Vec<Result<Input>> {
             match rec.get(&slot.field) {
                 None | Some(Value::Null) if slot.optional => Ok(Input::Missing),
                 None => Err(Error::invalid(format!("the record has no field {:?}", slot.field))),
-                Some(Value::Null) => Err(Error::invalid(format!("field {:?} is None (make the slot optional=True to allow that)", slot.field))),
+                Some(Value::Null) => Err(Error::invalid(format!(
+                    "field {:?} is None (make the slot optional=True to allow that)",
+                    slot.field
+                ))),
                 Some(Value::Str(s)) => match uri::parse(s) {
                     Ok(Target::Local(_)) => Ok(Input::Local(s.clone())),
                     Ok(Target::Remote { .. }) => Ok(Input::Remote(s.clone())),
@@ -533,7 +563,15 @@ fn classify(plan: &Plan, rec: &Record, idx: u64) -> Vec<Result<Input>> {
                 Some(Value::Bytes(b)) => Ok(Input::Ready(SlotInput::Data(b.clone()))),
                 Some(v) => Ok(Input::Ready(SlotInput::Scalar(v.clone()))),
             }
-            .map_err(|e: Error| e.in_row(RowContext { key: rec.key(idx), index: idx, slot: slot.name.clone(), op: "read".into(), uri: None }))
+            .map_err(|e: Error| {
+                e.in_row(RowContext {
+                    key: rec.key(idx),
+                    index: idx,
+                    slot: slot.name.clone(),
+                    op: "read".into(),
+                    uri: None,
+                })
+            })
         })
         .collect()
 }
@@ -562,7 +600,13 @@ fn dispatch(sh: Arc<Shared>, builder: Arc<BatchBuilder>, row: usize, idx: u64, r
                             sh.counters.bytes_read.fetch_add(data.len() as u64, Ordering::Relaxed);
                             Ok(Input::Ready(SlotInput::Data(data)))
                         }
-                        Err(e) => Err(e.in_row(RowContext { key: rec.key(idx), index: idx, slot: sh.plan.slots[si].name.clone(), op: "read".into(), uri: Some(u) })),
+                        Err(e) => Err(e.in_row(RowContext {
+                            key: rec.key(idx),
+                            index: idx,
+                            slot: sh.plan.slots[si].name.clone(),
+                            op: "read".into(),
+                            uri: Some(u),
+                        })),
                     }
                 }
                 other => other,
@@ -573,13 +617,24 @@ fn dispatch(sh: Arc<Shared>, builder: Arc<BatchBuilder>, row: usize, idx: u64, r
     });
 }
 
-fn process(sh: &Arc<Shared>, builder: &Arc<BatchBuilder>, row: usize, idx: u64, rec: &Record, inputs: Vec<Result<Input>>) {
+fn process(
+    sh: &Arc<Shared>,
+    builder: &Arc<BatchBuilder>,
+    row: usize,
+    idx: u64,
+    rec: &Record,
+    inputs: Vec<Result<Input>>,
+) {
     if !sh.stop.load(Ordering::Acquire) {
         let outcome = catch_unwind(AssertUnwindSafe(|| process_row(sh, builder, row, idx, rec, inputs)));
         let err = match outcome {
             Ok(Ok(())) => None,
             Ok(Err(e)) => Some(e),
-            Err(_) => Some(Error::invalid("internal error: a kernel panicked").in_row(RowContext { key: rec.key(idx), index: idx, ..Default::default() })),
+            Err(_) => Some(Error::invalid("internal error: a kernel panicked").in_row(RowContext {
+                key: rec.key(idx),
+                index: idx,
+                ..Default::default()
+            })),
         };
         if let Some(e) = err {
             sh.counters.records_failed.fetch_add(1, Ordering::Relaxed);
@@ -598,7 +653,8 @@ fn process(sh: &Arc<Shared>, builder: &Arc<BatchBuilder>, row: usize, idx: u64, 
         if let Ok(batch) = &mut result {
             if !sh.plan.batch_ops.is_empty() {
                 let seed = sh.opts.seed.unwrap_or(0);
-                if let Err(e) = crate::batch_ops::apply(&sh.plan.batch_ops, batch, seed, sh.opts.epoch, first_position) {
+                if let Err(e) = crate::batch_ops::apply(&sh.plan.batch_ops, batch, seed, sh.opts.epoch, first_position)
+                {
                     result = Err(e);
                 }
             }
@@ -607,16 +663,30 @@ fn process(sh: &Arc<Shared>, builder: &Arc<BatchBuilder>, row: usize, idx: u64, 
     }
 }
 
-fn process_row(sh: &Arc<Shared>, builder: &BatchBuilder, row: usize, idx: u64, rec: &Record, inputs: Vec<Result<Input>>) -> Result<()> {
+fn process_row(
+    sh: &Arc<Shared>,
+    builder: &BatchBuilder,
+    row: usize,
+    idx: u64,
+    rec: &Record,
+    inputs: Vec<Result<Input>>,
+) -> Result<()> {
     let plan = &sh.plan;
     for (si, (slot, input)) in plan.slots.iter().zip(inputs).enumerate() {
-        let ctx = |op: &str, uri: Option<String>| RowContext { key: rec.key(idx), index: idx, slot: slot.name.clone(), op: op.to_string(), uri };
+        let ctx = |op: &str, uri: Option<String>| RowContext {
+            key: rec.key(idx),
+            index: idx,
+            slot: slot.name.clone(),
+            op: op.to_string(),
+            uri,
+        };
         let (input, uri) = match input? {
             Input::Missing => continue,
             Input::Ready(i) => (i, None),
             Input::Local(u) => {
                 let t0 = Instant::now();
-                let data = crate::local::read_range_sync(&u, 0, None).map_err(|e| e.in_row(ctx("read", Some(u.clone()))))?;
+                let data =
+                    crate::local::read_range_sync(&u, 0, None).map_err(|e| e.in_row(ctx("read", Some(u.clone()))))?;
                 sh.counters.fetch_ns.fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
                 sh.counters.bytes_read.fetch_add(data.len() as u64, Ordering::Relaxed);
                 (SlotInput::Data(data), Some(u))
@@ -634,7 +704,8 @@ fn process_row(sh: &Arc<Shared>, builder: &BatchBuilder, row: usize, idx: u64, r
             Ok(SlotOut::Written) => builder.mark_written(si, row),
             Ok(SlotOut::Tensor(t)) => {
                 if builder.static_shape(si).is_some() {
-                    return Err(Error::invalid("static slot produced a loose tensor").in_row(ctx(decoder_name(&slot.decoder), uri)));
+                    return Err(Error::invalid("static slot produced a loose tensor")
+                        .in_row(ctx(decoder_name(&slot.decoder), uri)));
                 }
                 builder.put_tensor(si, row, t)
             }

@@ -29,7 +29,12 @@ impl Shard {
             return Err(Error::invalid("shard: 'of' (the world size) must be >= 1"));
         }
         if self.id >= self.of {
-            return Err(Error::invalid(format!("shard: id {} is out of range for a world of {} (ids are 0..{})", self.id, self.of, self.of - 1)));
+            return Err(Error::invalid(format!(
+                "shard: id {} is out of range for a world of {} (ids are 0..{})",
+                self.id,
+                self.of,
+                self.of - 1
+            )));
         }
         Ok(())
     }
@@ -74,7 +79,9 @@ impl Schedule {
         }
         let count = shard.count(n - offset);
         if start > count {
-            return Err(Error::invalid(format!("resume position {start} is past the end of this rank's epoch ({count} records)")));
+            return Err(Error::invalid(format!(
+                "resume position {start} is past the end of this rank's epoch ({count} records)"
+            )));
         }
         let perm = seed.filter(|_| n > 0).map(|s| Permutation::new(n, s, epoch));
         Ok(Schedule { n, perm, shard, offset, count, next: start })
@@ -132,7 +139,9 @@ mod tests {
 
     #[test]
     fn padding_gives_every_rank_the_same_count() {
-        let counts: Vec<u64> = (0..4).map(|r| Schedule::sized(10, None, 0, Shard { id: r, of: 4, pad: true }, 0).unwrap().count()).collect();
+        let counts: Vec<u64> = (0..4)
+            .map(|r| Schedule::sized(10, None, 0, Shard { id: r, of: 4, pad: true }, 0).unwrap().count())
+            .collect();
         assert_eq!(counts, vec![3, 3, 3, 3]);
         let counts: Vec<u64> = (0..4).map(|r| Shard { id: r, of: 4, pad: false }.count(10)).collect();
         assert_eq!(counts, vec![3, 3, 2, 2]);
@@ -149,7 +158,10 @@ mod tests {
     fn elastic_resume_covers_the_rest_exactly_once() {
         // 4 ranks consume 3 records each, then the job resumes on 3 ranks.
         let n = 50;
-        let mut seen: Vec<u64> = (0..4u64).flat_map(|r| Schedule::sized(n, Some(7), 1, Shard { id: r, of: 4, pad: false }, 0).unwrap().take(3)).map(|p| p.1).collect();
+        let mut seen: Vec<u64> = (0..4u64)
+            .flat_map(|r| Schedule::sized(n, Some(7), 1, Shard { id: r, of: 4, pad: false }, 0).unwrap().take(3))
+            .map(|p| p.1)
+            .collect();
         for r in 0..3 {
             let mut s = Schedule::resumed(n, Some(7), 1, Shard { id: r, of: 3, pad: false }, 12, 0).unwrap();
             seen.extend(s.take(u64::MAX).into_iter().map(|p| p.1));

@@ -119,7 +119,11 @@ impl Walker<'_> {
     fn shape(&self) -> Vec<usize> {
         let (h, w, c) = (self.r.geo.h as usize, self.r.geo.w as usize, self.channels);
         let chw = Finish::from_steps(self.r.tail.iter()).map(|f| f.chw).unwrap_or(false);
-        if chw { vec![c, h, w] } else { vec![h, w, c] }
+        if chw {
+            vec![c, h, w]
+        } else {
+            vec![h, w, c]
+        }
     }
 
     fn walk(&mut self, steps: &[Step], path: u64) -> Result<()> {
@@ -172,7 +176,9 @@ fn emit(finish: &Finish, px: &Pixels, hflip: bool, vflip: bool, dest: Dest<'_>) 
     let shape = finish.shape(px.width, px.height, px.channels);
     if let (Some(row), Some(expect)) = (dest.row, dest.expect_shape) {
         if shape != expect {
-            return Err(Error::invalid(format!("sample shape {shape:?} differs from the slot's static shape {expect:?}")));
+            return Err(Error::invalid(format!(
+                "sample shape {shape:?} differs from the slot's static shape {expect:?}"
+            )));
         }
         finish.write(px, hflip, vflip, row)?;
         return Ok(SlotOut::Written);
@@ -198,6 +204,7 @@ fn dct_num(geo: &Geo) -> u32 {
     [1u32, 2, 4].into_iter().find(|&m| shrink * m as f64 >= 8.0).unwrap_or(8)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run_image(
     data: &[u8],
     mode: ImageMode,
@@ -257,8 +264,10 @@ fn run_image(
     match resolved.external {
         None => emit(&finish, &out, resolved.geo.hflip, resolved.geo.vflip, dest),
         Some((name, params)) => {
-            let ext = external.ok_or_else(|| Error::invalid(format!("op {name} needs its plugin, which is not available here")))?;
-            let staged = emit(&finish, &out, resolved.geo.hflip, resolved.geo.vflip, Dest { row: None, expect_shape: None })?;
+            let ext = external
+                .ok_or_else(|| Error::invalid(format!("op {name} needs its plugin, which is not available here")))?;
+            let staged =
+                emit(&finish, &out, resolved.geo.hflip, resolved.geo.vflip, Dest { row: None, expect_shape: None })?;
             let SlotOut::Tensor(t) = staged else { unreachable!("no row was given") };
             let t = ext.transform(&name, t, &params)?;
             finish_tensor(t, &resolved.rest, key, record, external, dest)
@@ -268,12 +277,28 @@ fn run_image(
 
 /// Steps after a plugin op: a uint8 HWC result re-enters the fused image
 /// path; anything else accepts only casts and further plugin ops.
-fn finish_tensor(t: Tensor, steps: &[Step], key: SampleKey, record: &Record, external: Option<&dyn ExternalOps>, dest: Dest<'_>) -> Result<SlotOut> {
+fn finish_tensor(
+    t: Tensor,
+    steps: &[Step],
+    key: SampleKey,
+    record: &Record,
+    external: Option<&dyn ExternalOps>,
+    dest: Dest<'_>,
+) -> Result<SlotOut> {
     if steps.is_empty() {
         return place(t, dest);
     }
-    if t.dtype == DType::U8 && t.shape.len() == 3 && (1..=4).contains(&t.shape[2]) && steps.iter().any(|s| s.is_geometry() || matches!(s, Step::Normalize { .. } | Step::ToChw)) {
-        let px = Pixels { width: t.shape[1] as u32, height: t.shape[0] as u32, channels: t.shape[2] as u32, data: t.bytes().to_vec() };
+    if t.dtype == DType::U8
+        && t.shape.len() == 3
+        && (1..=4).contains(&t.shape[2])
+        && steps.iter().any(|s| s.is_geometry() || matches!(s, Step::Normalize { .. } | Step::ToChw))
+    {
+        let px = Pixels {
+            width: t.shape[1] as u32,
+            height: t.shape[0] as u32,
+            channels: t.shape[2] as u32,
+            data: t.bytes().to_vec(),
+        };
         let r = resolve(steps, px.width, px.height, px.channels as usize, key, record)?;
         if r.external.is_some() {
             return Err(Error::invalid("only one plugin op per image chain is supported"));
@@ -316,7 +341,10 @@ fn place(t: Tensor, dest: Dest<'_>) -> Result<SlotOut> {
     match (dest.row, dest.expect_shape) {
         (Some(row), Some(expect)) => {
             if t.shape != expect || row.len() != t.nbytes() {
-                return Err(Error::invalid(format!("sample shape {:?} differs from the slot's static shape {expect:?}", t.shape)));
+                return Err(Error::invalid(format!(
+                    "sample shape {:?} differs from the slot's static shape {expect:?}",
+                    t.shape
+                )));
             }
             row.copy_from_slice(t.bytes());
             Ok(SlotOut::Written)
@@ -341,24 +369,40 @@ pub fn run_slot(
         (Decoder::Image { .. }, SlotInput::Scalar(v)) => {
             Err(Error::decode("decode_image", format!("expected image bytes or a path, got the value {}", v.display())))
         }
-        (Decoder::Bytes, SlotInput::Data(data)) => finish_tensor(Tensor::from_vec_u8(vec![data.len()], &data), &slot.steps, key, record, external, dest),
+        (Decoder::Bytes, SlotInput::Data(data)) => {
+            finish_tensor(Tensor::from_vec_u8(vec![data.len()], &data), &slot.steps, key, record, external, dest)
+        }
         (Decoder::Bytes, SlotInput::Scalar(v)) => {
             let t = match v {
                 Value::Int(i) => Tensor::scalar_i64(i),
                 Value::Float(f) => Tensor::scalar_f64(f),
                 Value::Bool(b) => Tensor::scalar_bool(b),
-                other => return Err(Error::decode("decode_bytes", format!("cannot make a tensor of {}", other.display()))),
+                other => {
+                    return Err(Error::decode("decode_bytes", format!("cannot make a tensor of {}", other.display())))
+                }
             };
             finish_tensor(t, &slot.steps, key, record, external, dest)
         }
-        (Decoder::Npy, SlotInput::Data(data)) => finish_tensor(crate::formats::npy::decode(&data)?, &slot.steps, key, record, external, dest),
+        (Decoder::Npy, SlotInput::Data(data)) => {
+            finish_tensor(crate::formats::npy::decode(&data)?, &slot.steps, key, record, external, dest)
+        }
         (Decoder::Safetensors { tensor_key }, SlotInput::Data(data)) => {
             let name = match tensor_key {
                 Param::Fixed(s) => s.clone(),
                 Param::Col(c) => match record.get(c) {
                     Some(Value::Str(s)) => s.clone(),
-                    Some(other) => return Err(Error::decode("decode_safetensors", format!("field {c:?} must be a string tensor name, got {}", other.display()))),
-                    None => return Err(Error::decode("decode_safetensors", format!("the record has no field {c:?} (tensor_key=dataio.col({c:?}))"))),
+                    Some(other) => {
+                        return Err(Error::decode(
+                            "decode_safetensors",
+                            format!("field {c:?} must be a string tensor name, got {}", other.display()),
+                        ))
+                    }
+                    None => {
+                        return Err(Error::decode(
+                            "decode_safetensors",
+                            format!("the record has no field {c:?} (tensor_key=dataio.col({c:?}))"),
+                        ))
+                    }
                 },
             };
             finish_tensor(crate::formats::safetensors::decode(&data, &name)?, &slot.steps, key, record, external, dest)
@@ -368,7 +412,9 @@ pub fn run_slot(
             let t = ext.decode(name, &data, params)?;
             finish_tensor(t, &slot.steps, key, record, external, dest)
         }
-        (d, SlotInput::Scalar(v)) => Err(Error::decode(decoder_name(d), format!("expected bytes or a path, got the value {}", v.display()))),
+        (d, SlotInput::Scalar(v)) => {
+            Err(Error::decode(decoder_name(d), format!("expected bytes or a path, got the value {}", v.display())))
+        }
     }
 }
 

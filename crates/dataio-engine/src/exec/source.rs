@@ -4,6 +4,7 @@
 use super::record::Record;
 use crate::error::Result;
 
+#[allow(clippy::len_without_is_empty)] // `len` is None for unsized sources
 pub trait RecordSource: Send {
     /// The number of records, for sized sources (needed for shuffle and padding).
     fn len(&self) -> Option<u64>;

@@ -59,8 +59,8 @@ fn field<'a>(dict: &'a str, key: &str) -> Result<&'a str> {
     let rest = dict[start..].trim_start();
     let end = if rest.starts_with('(') {
         rest.find(')').map(|i| i + 1)
-    } else if rest.starts_with('\'') {
-        rest[1..].find('\'').map(|i| i + 2)
+    } else if let Some(quoted) = rest.strip_prefix('\'') {
+        quoted.find('\'').map(|i| i + 2)
     } else {
         rest.find([',', '}'])
     };
@@ -154,7 +154,10 @@ mod tests {
     use super::*;
 
     fn npy(descr: &str, fortran: bool, shape: &str, payload: &[u8]) -> Vec<u8> {
-        let dict = format!("{{'descr': '{descr}', 'fortran_order': {}, 'shape': {shape}, }}", if fortran { "True" } else { "False" });
+        let dict = format!(
+            "{{'descr': '{descr}', 'fortran_order': {}, 'shape': {shape}, }}",
+            if fortran { "True" } else { "False" }
+        );
         let mut header = dict.into_bytes();
         while (10 + header.len() + 1) % 64 != 0 {
             header.push(b' ');

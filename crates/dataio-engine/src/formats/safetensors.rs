@@ -29,7 +29,8 @@ pub fn dtype_of(d: ::safetensors::Dtype) -> Result<DType> {
 
 /// Copies tensor `key` out of a whole safetensors file.
 pub fn decode(data: &[u8], key: &str) -> Result<Tensor> {
-    let st = ::safetensors::SafeTensors::deserialize(data).map_err(|e| Error::decode("decode_safetensors", format!("invalid safetensors file: {e}")))?;
+    let st = ::safetensors::SafeTensors::deserialize(data)
+        .map_err(|e| Error::decode("decode_safetensors", format!("invalid safetensors file: {e}")))?;
     let view = st.tensor(key).map_err(|_| {
         let mut names: Vec<String> = st.names().into_iter().map(|s| s.to_string()).collect();
         names.sort();

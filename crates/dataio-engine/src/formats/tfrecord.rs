@@ -42,10 +42,17 @@ pub fn split_records(uri: &str, data: &[u8], check_crc: bool) -> Result<Vec<(usi
             return Err(bad(uri, format!("record {rec} at byte {pos}: length CRC mismatch")));
         }
         let start = pos + 12;
-        let len = usize::try_from(len).map_err(|_| bad(uri, format!("record {rec}: length {len} does not fit in memory")))?;
+        let len =
+            usize::try_from(len).map_err(|_| bad(uri, format!("record {rec}: length {len} does not fit in memory")))?;
         let end = start.checked_add(len).and_then(|e| e.checked_add(4)).filter(|&e| e <= data.len());
         let Some(end) = end else {
-            return Err(bad(uri, format!("record {rec} at byte {pos}: claims {len} bytes, only {} remain (truncated)", data.len() - start)));
+            return Err(bad(
+                uri,
+                format!(
+                    "record {rec} at byte {pos}: claims {len} bytes, only {} remain (truncated)",
+                    data.len() - start
+                ),
+            ));
         };
         if check_crc {
             let crc = u32::from_le_bytes(data[end - 4..end].try_into().unwrap());
@@ -130,7 +137,11 @@ fn parse_feature<'a>(buf: &'a [u8]) -> Option<Feature<'a>> {
                 let mut v = Vec::new();
                 while !l.done() {
                     let (f, w) = l.key()?;
-                    if f == 1 && w == 2 { v.push(l.bytes()?) } else { l.skip(w)? }
+                    if f == 1 && w == 2 {
+                        v.push(l.bytes()?)
+                    } else {
+                        l.skip(w)?
+                    }
                 }
                 Feature::Bytes(v)
             }
@@ -205,7 +216,9 @@ pub fn parse_example<'a>(uri: &str, index: usize, buf: &'a [u8]) -> Result<Vec<(
             while !e.done() {
                 let (ef, ew) = e.key().ok_or_else(err)?;
                 match (ef, ew) {
-                    (1, 2) => name = Some(std::str::from_utf8(e.bytes().ok_or_else(err)?).map_err(|_| err())?.to_string()),
+                    (1, 2) => {
+                        name = Some(std::str::from_utf8(e.bytes().ok_or_else(err)?).map_err(|_| err())?.to_string())
+                    }
                     (2, 2) => value = Some(parse_feature(e.bytes().ok_or_else(err)?).ok_or_else(err)?),
                     _ => e.skip(ew).ok_or_else(err)?,
                 }

@@ -36,7 +36,11 @@ impl Finish {
 
     pub fn shape(&self, w: u32, h: u32, c: u32) -> Vec<usize> {
         let (w, h, c) = (w as usize, h as usize, c as usize);
-        if self.chw { vec![c, h, w] } else { vec![h, w, c] }
+        if self.chw {
+            vec![c, h, w]
+        } else {
+            vec![h, w, c]
+        }
     }
 
     pub fn nbytes(&self, w: u32, h: u32, c: u32) -> usize {
@@ -75,7 +79,13 @@ impl Finish {
             (sy * w + sx) * c
         };
         let plane = w * h;
-        let out_index = |y: usize, x: usize, ch: usize| -> usize { if self.chw { ch * plane + y * w + x } else { (y * w + x) * c + ch } };
+        let out_index = |y: usize, x: usize, ch: usize| -> usize {
+            if self.chw {
+                ch * plane + y * w + x
+            } else {
+                (y * w + x) * c + ch
+            }
+        };
         match (self.dtype, &self.mean_std) {
             (DType::U8, None) => {
                 if !self.chw && !hflip {
@@ -113,7 +123,10 @@ impl Finish {
                     for y in 0..h {
                         let sy = if vflip { h - 1 - y } else { y };
                         let src = &px.data[sy * w * 3..(sy + 1) * w * 3];
-                        let rows = p0[y * w..(y + 1) * w].iter_mut().zip(&mut p1[y * w..(y + 1) * w]).zip(&mut p2[y * w..(y + 1) * w]);
+                        let rows = p0[y * w..(y + 1) * w]
+                            .iter_mut()
+                            .zip(&mut p1[y * w..(y + 1) * w])
+                            .zip(&mut p2[y * w..(y + 1) * w]);
                         if hflip {
                             for (((a, b), c), px) in rows.zip(src.chunks_exact(3).rev()) {
                                 (*a, *b, *c) = (l0[px[0] as usize], l1[px[1] as usize], l2[px[2] as usize]);

@@ -92,7 +92,11 @@ impl Geo {
 
     fn center_crop(&mut self, cw: u32, ch: u32) {
         let axis = |size: u32, crop: u32| -> f64 {
-            if crop > size { -(((crop - size) / 2) as f64) } else { py_round((size - crop) as f64 / 2.0) as f64 }
+            if crop > size {
+                -(((crop - size) / 2) as f64)
+            } else {
+                py_round((size - crop) as f64 / 2.0) as f64
+            }
         };
         let (left, top) = (axis(self.w, cw), axis(self.h, ch));
         self.crop(left, top, cw, ch);
@@ -110,7 +114,9 @@ impl Geo {
                 if let Some(m) = max_size {
                     let m = *m as u64;
                     if m <= *size as u64 {
-                        return Err(Error::invalid(format!("resize_short: max_size ({m}) must be larger than size ({size})")));
+                        return Err(Error::invalid(format!(
+                            "resize_short: max_size ({m}) must be larger than size ({size})"
+                        )));
                     }
                     if new_long > m {
                         new_short = m * new_short / new_long;
@@ -122,15 +128,21 @@ impl Geo {
             }
             Step::ResizeLong { size, interp, antialias } => {
                 let (w, h) = (self.w as u64, self.h as u64);
-                let (nw, nh) = if w >= h { (*size as u64, *size as u64 * h / w.max(1)) } else { (*size as u64 * w / h.max(1), *size as u64) };
+                let (nw, nh) = if w >= h {
+                    (*size as u64, *size as u64 * h / w.max(1))
+                } else {
+                    (*size as u64 * w / h.max(1), *size as u64)
+                };
                 self.resize(nw.max(1) as u32, nh.max(1) as u32, *interp, *antialias);
             }
             Step::CenterCrop { h, w } => self.center_crop(*w, *h),
             Step::Crop { top, left, h, w } => self.crop(*left as f64, *top as f64, *w, *h),
             Step::RandomCrop { h, w } => {
                 let mut s = rng();
-                let left = if *w <= self.w { s.below((self.w - w + 1) as u64) as f64 } else { -(((w - self.w) / 2) as f64) };
-                let top = if *h <= self.h { s.below((self.h - h + 1) as u64) as f64 } else { -(((h - self.h) / 2) as f64) };
+                let left =
+                    if *w <= self.w { s.below((self.w - w + 1) as u64) as f64 } else { -(((w - self.w) / 2) as f64) };
+                let top =
+                    if *h <= self.h { s.below((self.h - h + 1) as u64) as f64 } else { -(((h - self.h) / 2) as f64) };
                 self.crop(left, top, *w, *h);
             }
             Step::RandomResizedCrop { h, w, scale, ratio, interp, antialias } => {
@@ -215,7 +227,11 @@ fn algorithm(interp: Interp, antialias: bool) -> fir::ResizeAlg {
         Interp::Lanczos => F::Lanczos3,
         Interp::Area => F::Box,
     };
-    if antialias { fir::ResizeAlg::Convolution(filter) } else { fir::ResizeAlg::Interpolation(filter) }
+    if antialias {
+        fir::ResizeAlg::Convolution(filter)
+    } else {
+        fir::ResizeAlg::Interpolation(filter)
+    }
 }
 
 fn pixel_type(channels: u32) -> Result<fir::PixelType> {
@@ -241,6 +257,7 @@ pub fn render(geo: &Geo, src: &Pixels, origin: (f64, f64), scale: (f64, f64)) ->
     let (x0, y0, x1, y1) = geo.valid_px();
     let n = w as usize * h as usize * c as usize;
     let covers_all = (x0, y0, x1, y1) == (0, 0, w, h) && src.width > 0 && src.height > 0;
+    #[allow(clippy::uninit_vec)] // skipping the memset measured 2.6% of the pipeline
     let mut out = if covers_all {
         let mut v = Vec::with_capacity(n);
         // SAFETY: u8 has no invalid bit patterns, and the valid rectangle is
@@ -264,10 +281,8 @@ pub fn render(geo: &Geo, src: &Pixels, origin: (f64, f64), scale: (f64, f64)) ->
     let cw = cw.min(src.width as f64 - left);
     let chh = chh.min(src.height as f64 - top);
     let row = w as usize * c as usize;
-    let is_copy = (cw - dw as f64).abs() < 1e-9
-        && (chh - dh as f64).abs() < 1e-9
-        && left.fract() == 0.0
-        && top.fract() == 0.0;
+    let is_copy =
+        (cw - dw as f64).abs() < 1e-9 && (chh - dh as f64).abs() < 1e-9 && left.fract() == 0.0 && top.fract() == 0.0;
     if is_copy {
         let (l, t) = (left as usize, top as usize);
         for y in 0..dh as usize {
@@ -278,12 +293,21 @@ pub fn render(geo: &Geo, src: &Pixels, origin: (f64, f64), scale: (f64, f64)) ->
         return Ok(Pixels { width: w, height: h, channels: c, data: out });
     }
     let pt = pixel_type(c)?;
-    let src_img = fir::images::ImageRef::new(src.width, src.height, &src.data, pt).map_err(|e| Error::invalid(format!("resample source: {e}")))?;
+    let src_img = fir::images::ImageRef::new(src.width, src.height, &src.data, pt)
+        .map_err(|e| Error::invalid(format!("resample source: {e}")))?;
     let full = x0 == 0 && y0 == 0 && dw == w && dh == h;
-    let opts = fir::ResizeOptions::new().resize_alg(algorithm(geo.interp, geo.antialias)).crop(left, top, cw.max(1e-6), chh.max(1e-6));
+    let opts = fir::ResizeOptions::new().resize_alg(algorithm(geo.interp, geo.antialias)).crop(
+        left,
+        top,
+        cw.max(1e-6),
+        chh.max(1e-6),
+    );
     let resample = |buf: &mut [u8]| -> Result<()> {
-        let mut dst = fir::images::Image::from_slice_u8(dw, dh, buf, pt).map_err(|e| Error::invalid(format!("resample target: {e}")))?;
-        RESIZER.with(|r| r.borrow_mut().resize(&src_img, &mut dst, &opts)).map_err(|e| Error::invalid(format!("resample failed: {e}")))
+        let mut dst = fir::images::Image::from_slice_u8(dw, dh, buf, pt)
+            .map_err(|e| Error::invalid(format!("resample target: {e}")))?;
+        RESIZER
+            .with(|r| r.borrow_mut().resize(&src_img, &mut dst, &opts))
+            .map_err(|e| Error::invalid(format!("resample failed: {e}")))
     };
     if full {
         resample(&mut out)?;
@@ -351,7 +375,14 @@ mod tests {
 
     #[test]
     fn random_resized_crop_is_keyed() {
-        let step = Step::RandomResizedCrop { h: 32, w: 32, scale: (0.08, 1.0), ratio: (0.75, 4.0 / 3.0), interp: Interp::Bilinear, antialias: true };
+        let step = Step::RandomResizedCrop {
+            h: 32,
+            w: 32,
+            scale: (0.08, 1.0),
+            ratio: (0.75, 4.0 / 3.0),
+            interp: Interp::Bilinear,
+            antialias: true,
+        };
         let run = |idx| {
             let mut g = Geo::new(500, 375);
             g.apply(&step, &mut || Stream::new(42, 0, idx, 1)).unwrap();

@@ -152,6 +152,7 @@ impl Drop for Session {
 
 /// Decodes `data` with the plan `plan(header)` returns. `max_pixels` bounds
 /// the full image size (decompression bombs).
+#[allow(clippy::uninit_vec)] // the output rows are all written before they are read; no memset
 pub fn decode(
     data: &[u8],
     mode: Mode,
@@ -196,7 +197,10 @@ pub fn decode(
         if pixels > max_pixels {
             return Err(Error::decode(
                 "decode_image",
-                format!("{}x{} image has {pixels} pixels, above the limit of {max_pixels} (decompression bomb?)", header.width, header.height),
+                format!(
+                    "{}x{} image has {pixels} pixels, above the limit of {max_pixels} (decompression bomb?)",
+                    header.width, header.height
+                ),
             ));
         }
         let p = match (plan.take().expect("plan once"))(&header) {

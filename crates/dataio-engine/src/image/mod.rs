@@ -55,7 +55,10 @@ pub fn decode_other(data: &[u8], mode: ImageMode, max_pixels: u64) -> Result<(Pi
     let mut reader = image::ImageReader::new(std::io::Cursor::new(data)).with_guessed_format().map_err(|e| bad(&e))?;
     if reader.format().is_none() {
         let head: Vec<String> = data.iter().take(8).map(|b| format!("{b:02x}")).collect();
-        return Err(Error::decode("decode_image", format!("not a recognized image format (first bytes: {})", head.join(" "))));
+        return Err(Error::decode(
+            "decode_image",
+            format!("not a recognized image format (first bytes: {})", head.join(" ")),
+        ));
     }
     let mut limits = image::Limits::default();
     limits.max_alloc = Some(max_pixels.saturating_mul(16));
@@ -63,7 +66,10 @@ pub fn decode_other(data: &[u8], mode: ImageMode, max_pixels: u64) -> Result<(Pi
     let mut decoder = reader.into_decoder().map_err(|e| bad(&e))?;
     let (w, h) = decoder.dimensions();
     if w as u64 * h as u64 > max_pixels {
-        return Err(Error::decode("decode_image", format!("{w}x{h} image is above the limit of {max_pixels} pixels (decompression bomb?)")));
+        return Err(Error::decode(
+            "decode_image",
+            format!("{w}x{h} image is above the limit of {max_pixels} pixels (decompression bomb?)"),
+        ));
     }
     let orientation = decoder.orientation().map(|o| o.to_exif()).unwrap_or(1);
     let img = image::DynamicImage::from_decoder(decoder).map_err(|e| bad(&e))?;
