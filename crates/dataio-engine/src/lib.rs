@@ -17,6 +17,7 @@ pub mod local;
 pub mod plan;
 pub mod pools;
 pub mod probe;
+pub mod ranges;
 pub mod rng;
 pub mod tensor;
 pub mod testing;

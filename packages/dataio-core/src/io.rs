@@ -5,6 +5,7 @@ use crate::buffers::{ReadBuffer, WriteBuffer};
 use crate::errors::IntoPy;
 use bytes::Bytes;
 use dataio_engine::backend::{self, Backend, ObjectMeta as Meta, ObjectWriter};
+use dataio_engine::ranges::{self, RangePolicy};
 use dataio_engine::{archive, pools, Error};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -42,7 +43,10 @@ impl ObjectMeta {
     }
     fn __reduce__(&self, py: Python<'_>) -> PyResult<(Py<PyAny>, Py<PyAny>)> {
         let cls = py.get_type::<ObjectMeta>().into_any().unbind();
-        let args = (self.uri.clone(), self.size, self.mtime, self.etag.clone(), self.is_dir).into_pyobject(py)?.into_any().unbind();
+        let args = (self.uri.clone(), self.size, self.mtime, self.etag.clone(), self.is_dir)
+            .into_pyobject(py)?
+            .into_any()
+            .unbind();
         Ok((cls, args))
     }
 }
@@ -71,7 +75,10 @@ fn span(py: Python<'_>, b: &Arc<dyn Backend>, uri: &str, offset: u64, size: Opti
         return Err(crate::errors::to_pyerr(py, Error::IsADirectory { uri: uri.into() }));
     }
     if offset > meta.size {
-        return Err(crate::errors::to_pyerr(py, Error::OutOfRange { uri: uri.into(), offset, size: 0, len: meta.size }));
+        return Err(crate::errors::to_pyerr(
+            py,
+            Error::OutOfRange { uri: uri.into(), offset, size: 0, len: meta.size },
+        ));
     }
     Ok(meta.size - offset)
 }
@@ -95,7 +102,9 @@ pub fn read<'py>(py: Python<'py>, uri: &str, offset: i64, size: Option<i64>) -> 
             Err(e) if e.kind() == dataio_engine::ErrorKind::NotFound => {
                 // Only now ask whether it was a prefix, to say so precisely.
                 match py.detach(|| pools::block_on(b.head(uri))) {
-                    Ok(meta) if meta.is_dir => Err(crate::errors::to_pyerr(py, Error::IsADirectory { uri: uri.into() })),
+                    Ok(meta) if meta.is_dir => {
+                        Err(crate::errors::to_pyerr(py, Error::IsADirectory { uri: uri.into() }))
+                    }
                     _ => Err(crate::errors::to_pyerr(py, e)),
                 }
             }
@@ -129,7 +138,89 @@ pub fn fetch_into(py: Python<'_>, uri: &str, buf: &Bound<'_, PyAny>, offset: i64
     if n == 0 {
         return Ok(0);
     }
-    py.detach(|| pools::block_on(b.read_into(uri, offset, dst))).map(|n| n as u64).map_py(py)
+    // A long remote read goes out as parallel parts (see `ranges`).
+    let policy = RangePolicy::for_backend(&*b);
+    py.detach(|| pools::block_on(ranges::read_ranges_into(&*b, uri, vec![(offset, dst)], &policy))).map_py(py)?;
+    Ok(n)
+}
+
+/// The policy of a ranged verb: the backend's default, with `gap` and
+/// `part_size` overriding it when given.
+fn range_policy(b: &dyn Backend, gap: Option<i64>, part_size: Option<i64>) -> PyResult<RangePolicy> {
+    let mut policy = RangePolicy::for_backend(b);
+    if let Some(g) = gap {
+        policy.gap = non_negative("gap", g)?;
+        policy.coalesce = true;
+    }
+    if let Some(p) = part_size {
+        let p = non_negative("part_size", p)?;
+        if p == 0 {
+            return Err(PyValueError::new_err("part_size must be > 0"));
+        }
+        policy.part = p;
+        policy.coalesce = true;
+    }
+    Ok(policy)
+}
+
+/// Bytes objects of each `(offset, size)` range of one object, fetched in as
+/// few requests as the coalescing policy allows.
+#[pyfunction]
+#[pyo3(signature = (uri, ranges, *, gap=None, part_size=None))]
+pub fn read_ranges<'py>(
+    py: Python<'py>,
+    uri: &str,
+    ranges: Vec<(i64, i64)>,
+    gap: Option<i64>,
+    part_size: Option<i64>,
+) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+    let b = resolve(py, uri)?;
+    let policy = range_policy(&*b, gap, part_size)?;
+    let mut outs = Vec::with_capacity(ranges.len());
+    let mut spans = Vec::with_capacity(ranges.len());
+    for (o, n) in ranges {
+        let (o, n) = (non_negative("offset", o)?, non_negative("size", n)?);
+        let len = isize::try_from(n).map_err(|_| PyValueError::new_err(format!("size {n} is too large")))?;
+        // SAFETY: a fresh, uninitialised bytes object; filled below before
+        // any Python code can see it, and never resized.
+        let obj = unsafe {
+            let ptr = pyo3::ffi::PyBytes_FromStringAndSize(std::ptr::null(), len);
+            Bound::from_owned_ptr_or_err(py, ptr)?.cast_into_unchecked::<PyBytes>()
+        };
+        let data = unsafe { pyo3::ffi::PyBytes_AsString(obj.as_ptr()) } as usize;
+        spans.push((o, data, n as usize));
+        outs.push(obj);
+    }
+    // SAFETY: each pointer is the buffer of a distinct bytes object in `outs`,
+    // alive until we return.
+    let dsts: Vec<(u64, &mut [u8])> =
+        spans.iter().map(|&(o, p, n)| (o, unsafe { std::slice::from_raw_parts_mut(p as *mut u8, n) })).collect();
+    py.detach(|| pools::block_on(ranges::read_ranges_into(&*b, uri, dsts, &policy))).map_py(py)?;
+    Ok(outs)
+}
+
+/// Fills each buffer of `parts` (`(offset, buffer)` pairs) from its offset of
+/// one object, coalescing and splitting like `read_ranges`; returns the bytes
+/// written.
+#[pyfunction]
+#[pyo3(signature = (uri, parts, *, gap=None, part_size=None))]
+pub fn fetch_ranges_into(
+    py: Python<'_>,
+    uri: &str,
+    parts: Vec<(i64, Bound<'_, PyAny>)>,
+    gap: Option<i64>,
+    part_size: Option<i64>,
+) -> PyResult<u64> {
+    let b = resolve(py, uri)?;
+    let policy = range_policy(&*b, gap, part_size)?;
+    let mut held = Vec::with_capacity(parts.len());
+    for (o, buf) in &parts {
+        held.push((non_negative("offset", *o)?, WriteBuffer::get(buf)?));
+    }
+    let total: u64 = held.iter().map(|(_, h)| h.len() as u64).sum();
+    let dsts: Vec<(u64, &mut [u8])> = held.iter_mut().map(|(o, h)| (*o, h.as_mut_slice())).collect();
+    py.detach(|| pools::block_on(ranges::read_ranges_into(&*b, uri, dsts, &policy))).map_py(py)?;
+    Ok(total)
 }
 
 #[pyfunction]
@@ -157,13 +248,17 @@ pub fn delete(py: Python<'_>, uri: &str) -> PyResult<()> {
 #[pyo3(signature = (uri, recursive=false))]
 pub fn ls(py: Python<'_>, uri: &str, recursive: bool) -> PyResult<Vec<ObjectMeta>> {
     let b = resolve(py, uri)?;
-    py.detach(|| pools::block_on(b.list(uri, recursive))).map(|v| v.into_iter().map(ObjectMeta::from).collect()).map_py(py)
+    py.detach(|| pools::block_on(b.list(uri, recursive)))
+        .map(|v| v.into_iter().map(ObjectMeta::from).collect())
+        .map_py(py)
 }
 
 #[pyfunction]
 pub fn glob(py: Python<'_>, pattern: &str) -> PyResult<Vec<ObjectMeta>> {
     let b = resolve(py, pattern)?;
-    py.detach(|| pools::block_on(backend::glob(&*b, pattern))).map(|v| v.into_iter().map(ObjectMeta::from).collect()).map_py(py)
+    py.detach(|| pools::block_on(backend::glob(&*b, pattern)))
+        .map(|v| v.into_iter().map(ObjectMeta::from).collect())
+        .map_py(py)
 }
 
 /// A handle on one source: ranged and whole reads, gunzip, tar entries,
@@ -235,7 +330,15 @@ impl Reader {
                 };
                 match offset.checked_add(size) {
                     Some(end) if end <= len => Ok(PyBytes::new(py, &d[offset as usize..end as usize])),
-                    _ => Err(crate::errors::to_pyerr(py, Error::OutOfRange { uri: self.uri.clone(), offset, size: if size == u64::MAX { 0 } else { size }, len })),
+                    _ => Err(crate::errors::to_pyerr(
+                        py,
+                        Error::OutOfRange {
+                            uri: self.uri.clone(),
+                            offset,
+                            size: if size == u64::MAX { 0 } else { size },
+                            len,
+                        },
+                    )),
                 }
             }
             (None, Some(_)) => read(py, &self.uri, offset as i64, size),
@@ -258,10 +361,23 @@ impl Reader {
                 let offset = non_negative("offset", offset)? as usize;
                 let mut held = WriteBuffer::get(buf)?;
                 let src = d.get(offset..).ok_or_else(|| {
-                    crate::errors::to_pyerr(py, Error::OutOfRange { uri: self.uri.clone(), offset: offset as u64, size: 0, len: d.len() as u64 })
+                    crate::errors::to_pyerr(
+                        py,
+                        Error::OutOfRange {
+                            uri: self.uri.clone(),
+                            offset: offset as u64,
+                            size: 0,
+                            len: d.len() as u64,
+                        },
+                    )
                 })?;
                 if src.len() > held.len() {
-                    return Err(PyValueError::new_err(format!("{}: the buffer holds {} bytes, {} are to be read", self.uri, held.len(), src.len())));
+                    return Err(PyValueError::new_err(format!(
+                        "{}: the buffer holds {} bytes, {} are to be read",
+                        self.uri,
+                        held.len(),
+                        src.len()
+                    )));
                 }
                 held.as_mut_slice()[..src.len()].copy_from_slice(src);
                 Ok(src.len() as u64)
@@ -334,7 +450,11 @@ impl Reader {
 
     /// Read-only buffer over the whole content: for a large local file this is
     /// the memory map itself.
-    unsafe fn __getbuffer__(slf: Bound<'_, Self>, view: *mut pyo3::ffi::Py_buffer, flags: std::os::raw::c_int) -> PyResult<()> {
+    unsafe fn __getbuffer__(
+        slf: Bound<'_, Self>,
+        view: *mut pyo3::ffi::Py_buffer,
+        flags: std::os::raw::c_int,
+    ) -> PyResult<()> {
         if flags & pyo3::ffi::PyBUF_WRITABLE != 0 {
             return Err(pyo3::exceptions::PyBufferError::new_err("dataio.Reader buffers are read-only"));
         }
@@ -344,7 +464,14 @@ impl Reader {
         // a boxed clone of the Bytes handle in `internal`, freed on release.
         let holder = Box::into_raw(Box::new(data));
         let rc = unsafe {
-            pyo3::ffi::PyBuffer_FillInfo(view, slf.as_ptr(), (*holder).as_ptr() as *mut _, (*holder).len() as isize, 1, flags)
+            pyo3::ffi::PyBuffer_FillInfo(
+                view,
+                slf.as_ptr(),
+                (*holder).as_ptr() as *mut _,
+                (*holder).len() as isize,
+                1,
+                flags,
+            )
         };
         if rc != 0 {
             drop(unsafe { Box::from_raw(holder) });
@@ -493,7 +620,13 @@ impl Writer {
     }
 
     #[pyo3(signature = (exc_type, _exc, _tb))]
-    fn __exit__(&self, py: Python<'_>, exc_type: &Bound<'_, PyAny>, _exc: &Bound<'_, PyAny>, _tb: &Bound<'_, PyAny>) -> PyResult<bool> {
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        exc_type: &Bound<'_, PyAny>,
+        _exc: &Bound<'_, PyAny>,
+        _tb: &Bound<'_, PyAny>,
+    ) -> PyResult<bool> {
         if exc_type.is_none() {
             self.close(py)?;
         } else {

@@ -37,6 +37,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(io::head, m)?)?;
     m.add_function(wrap_pyfunction!(io::read, m)?)?;
     m.add_function(wrap_pyfunction!(io::fetch_into, m)?)?;
+    m.add_function(wrap_pyfunction!(io::fetch_ranges_into, m)?)?;
+    m.add_function(wrap_pyfunction!(io::read_ranges, m)?)?;
     m.add_function(wrap_pyfunction!(io::write, m)?)?;
     m.add_function(wrap_pyfunction!(io::exists, m)?)?;
     m.add_function(wrap_pyfunction!(io::delete, m)?)?;

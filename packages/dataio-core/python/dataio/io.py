@@ -7,6 +7,7 @@ appears whole when the call (or the ``writer`` block) finishes, or not at all.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal, overload
 
 from . import _native
@@ -24,6 +25,7 @@ __all__ = [
     "ls",
     "glob",
     "fetch_into",
+    "read_ranges",
     "reader",
     "writer",
 ]
@@ -81,8 +83,22 @@ def glob(pattern: str, *, detail: bool = False) -> list[str] | list[ObjectMeta]:
 def fetch_into(uri: str, buf: Any, offset: int = 0, size: int | None = None) -> int:
     """Reads ``uri`` (from ``offset``, ``size`` bytes or to the end) straight into
     the caller's writable buffer (bytearray, numpy array, mmap, ...) with the
-    GIL released; returns the number of bytes written."""
+    GIL released; returns the number of bytes written. From a remote store a
+    read longer than 8 MiB goes out as 8 MiB parts fetched concurrently."""
     return _native.fetch_into(uri, buf, offset, size)
+
+
+def read_ranges(
+    uri: str, ranges: Sequence[tuple[int, int]], *, gap: int | None = None, part_size: int | None = None
+) -> list[bytes]:
+    """The bytes of each ``(offset, size)`` range of one object, in the order given.
+
+    From a remote store, ranges less than ``gap`` bytes apart (default 1 MiB)
+    are fetched by one request as long as it spans at most ``part_size`` bytes
+    (default 8 MiB); a longer range is split into ``part_size`` parts; up to 16
+    requests run at once. Local files are read range by range from their map.
+    """
+    return _native.read_ranges(uri, list(ranges), gap=gap, part_size=part_size)
 
 
 def reader(uri: str) -> Reader:

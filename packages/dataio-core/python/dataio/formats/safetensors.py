@@ -21,9 +21,9 @@ import re
 import struct
 import threading
 from collections.abc import Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from .. import _native
 from .. import uri as _uri
 from ..errors import CorruptDataError, InvalidArgumentError, NotFoundError
 from ..io import exists, fetch_into, glob, head, read, writer
@@ -297,13 +297,16 @@ class SafetensorsFile:
         end = e.nbytes if end is None else end
         if end == begin:
             return
+        fetch_into(self.uri, self._byte_view(out, fw), offset=self._data_start + e.begin + begin, size=end - begin)
+
+    @staticmethod
+    def _byte_view(out: Any, fw: str) -> Any:
+        """A writable uint8 numpy view of a fresh tensor's bytes."""
         if fw == "torch":
             import torch
 
-            buf = out.view(-1).view(torch.uint8).numpy() if out.dim() else out.reshape(1).view(torch.uint8).numpy()
-        else:
-            buf = out.reshape(-1).view("uint8")
-        fetch_into(self.uri, buf, offset=self._data_start + e.begin + begin, size=end - begin)
+            return out.view(-1).view(torch.uint8).numpy() if out.dim() else out.reshape(1).view(torch.uint8).numpy()
+        return out.reshape(-1).view("uint8")
 
     def get_slice(self, key: str) -> _Slice:
         """``get_slice(key)[a:b]`` reads rows ``a..b`` of the first axis only."""
@@ -314,8 +317,14 @@ class SafetensorsFile:
         if self._local is not None:
             return {k: self._view(e, fw) for k, e in self._entries.items()}
         out = {k: self._empty(e, fw) for k, e in self._entries.items()}
-        with ThreadPoolExecutor(max_workers=min(16, max(1, len(out)))) as pool:
-            list(pool.map(lambda kv: self._fill(self._entries[kv[0]], kv[1], fw), out.items()))
+        # One native call: neighbouring small tensors share a request, big ones
+        # go out as parallel parts, each straight into its tensor.
+        parts = [
+            (self._data_start + self._entries[k].begin, self._byte_view(t, fw))
+            for k, t in out.items()
+            if self._entries[k].nbytes
+        ]
+        _native.fetch_ranges_into(self.uri, parts)
         return out
 
     def close(self) -> None:
