@@ -82,7 +82,7 @@ def bench_safetensors(root: Path, gb: float) -> list[tuple[str, float, float]]:
 
     rows = []
     ours(), ref()  # warm the page cache
-    rows.append(("safetensors warm, every byte", timed(ref), timed(ours)))
+    rows.append(("safetensors warm, every byte", timed(ref, 7), timed(ours, 7)))
     # The memory-bandwidth yardstick: the same touch over tensors already in
     # RAM (no map, no fault). "reference" here is that time; the ratio says
     # how close a warm dataio read comes to it.
