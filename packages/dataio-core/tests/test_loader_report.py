@@ -112,3 +112,27 @@ def test_long_waits_are_counted_whole_and_a_slow_source_is_named(jpegs: list[str
     # Each batch waits ~0.25 s for its record: more than the native 100 ms poll slice.
     assert stats["consumer_wait_seconds"] >= 0.6, stats
     assert report.waiting_on == "source", str(report)
+
+
+def test_auto_concurrency_admits_at_least_one_batch() -> None:
+    # Cheap records need a whole batch in flight; group_by gets 64; both
+    # stay within 8..1024 and explicit values are kept.
+    records = [{"x": bytes([i % 256]) * 4} for i in range(600)]
+    cpu = dataio._native.pool_info()[0]
+
+    def seen(pipe, **kw) -> int:
+        with pipe.bind(records).run("numpy", **kw) as loader:
+            n = sum(len(b["x"]) for b in loader)
+            assert n == len(records)
+            return loader._concurrency
+
+    big = dataio.pipeline(dataio.slot("x").decode_bytes(), dataio.batch(512))
+    assert seen(big) == max(512, 4 * cpu)
+    assert seen(big, concurrency=3) == 3
+    huge = dataio.pipeline(dataio.slot("x").decode_bytes(), dataio.batch(5000))
+    assert seen(huge) == 1024
+    records2 = [dict(r, g=i // 50) for i, r in enumerate(records)]
+    grouped = dataio.pipeline(dataio.slot("x").decode_bytes(), dataio.group_by("g"))
+    with grouped.bind(records2).run("numpy") as loader:
+        assert [len(b["x"]) for b in loader] == [50] * 12
+        assert loader._concurrency == max(64, 4 * cpu)

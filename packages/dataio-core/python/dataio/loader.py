@@ -116,9 +116,15 @@ def _converter(output: str) -> Callable[[Any], Any]:
     raise InvalidArgumentError(f"output must be 'torch', 'numpy' or 'native', got {output!r}")
 
 
-def _auto_concurrency() -> int:
+def _auto_concurrency(shape: Any) -> int:
+    """Records in flight for ``concurrency="auto"``: 4 per CPU thread, and at
+    least a whole batch (64 for group_by/collate), at most 1024. Cheap records
+    (parquet rows, small files) need many in flight to hide the hand-off
+    between the source, the pools and the batcher: with 8 in flight a
+    3-column parquet pipeline ran at 125k rows/s, with 512 at 270k."""
     cpu, _, _ = _native.pool_info()
-    return max(8, min(64, 4 * cpu))
+    per_batch = shape.size if shape.kind == "batch" else 64
+    return max(8, min(1024, max(4 * cpu, per_batch)))
 
 
 class _Collated:
@@ -144,8 +150,8 @@ def _is_sequence(records: Any) -> bool:
 class Loader:
     """Iterates batches of a bound pipeline. Options:
 
-    * ``concurrency`` — records in flight (``"auto"``: 4 per CPU thread, 8..64);
-      raise it for remote or high-latency sources.
+    * ``concurrency`` — records in flight (``"auto"``: 4 per CPU thread and at
+      least one batch, 8..1024); raise it for remote or high-latency sources.
     * ``order`` — ``"submit"`` (batches in schedule order) or ``"completion"``.
     * ``on_failure`` — ``"raise"`` (a typed :class:`~dataio.errors.RowError` at
       the batch holding the bad row) or ``"skip"`` (the row lands on
@@ -181,7 +187,7 @@ class Loader:
         self._convert = _converter(output)
         self._output = output
         if concurrency == "auto":
-            concurrency = _auto_concurrency()
+            concurrency = _auto_concurrency(self._pipe.shape)
         if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
             raise InvalidArgumentError(f"concurrency must be a positive integer or 'auto', got {concurrency!r}")
         if order not in ("submit", "completion"):

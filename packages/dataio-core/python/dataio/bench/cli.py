@@ -76,7 +76,12 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--object-kb", type=int, default=None, help=f"s3 workload: object size in KiB (default {DEFAULTS['object_kb']})")
     ap.add_argument("--batch", type=int, default=None, help="batch size for every workload (default: image 64, bytes 256, safetensors 32, parquet 512, s3 64)")
     ap.add_argument("--prefetch", type=int, default=4, help="batches prefetched by dataio, DALI (queue depth), SPDL (sink), Ray (default 4)")
-    ap.add_argument("--concurrency", type=int, default=64, help="dataio records in flight (default 64)")
+    ap.add_argument(
+        "--concurrency",
+        type=lambda v: v if v == "auto" else int(v),
+        default="auto",
+        help="dataio records in flight (default 'auto': 4 per CPU thread and at least one batch)",
+    )
     ap.add_argument("--torch-prefetch-factor", type=int, default=2, help="DataLoader prefetch_factor, batches per worker (default 2)")
     ap.add_argument("--tol", type=float, default=None, help="image workload: largest per-channel mean difference vs dataio, normalized units (default 0.03)")
     ap.add_argument("--out", default="bench-out", help="report folder (default %(default)s)")

@@ -5,7 +5,7 @@ same work: decode to RGB -> resize the short side to 256 (bilinear,
 antialiased) -> center crop 224x224 -> normalize with the ImageNet mean/std
 -> CHW float32 -> batches of 64 handed to torch.
 
-  dataio          the spec's first pipeline, ``run("torch", concurrency=64)``
+  dataio          the spec's first pipeline, ``run("torch")`` (``concurrency="auto"``: 64 here)
   torch           torch.utils.data.DataLoader, PIL + torchvision transforms,
                   num_workers = cores, persistent workers
   torchvision-io  the same DataLoader, decoding with torchvision.io.decode_jpeg
