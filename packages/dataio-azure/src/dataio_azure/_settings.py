@@ -5,19 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from dataio.plugins import SchemeOptions
+from dataio.plugins import OBJECT_STORE_TUNING, SchemeOptions
 
 #: Keys :func:`configure` accepts, with what they mean.
-TUNING = {
-    "max_retries": "retries of one request on throttling, 5xx and connection errors (default 10)",
-    "retry_timeout": "seconds after which a request stops being retried (default 180)",
-    "backoff_initial": "first backoff in seconds (default 0.1; doubles up to backoff_max)",
-    "backoff_max": "longest backoff in seconds (default 15)",
-    "timeout": "seconds one request may take, body included (e.g. '30s' or 30)",
-    "connect_timeout": "seconds to establish a connection",
-    "part_size": "bytes per multipart part; streaming writes below it are one PUT (default 8 MiB, min 5 MiB)",
-    "max_part_uploads": "parts uploaded in parallel by one streaming write (default 8)",
-}
+TUNING = dict(OBJECT_STORE_TUNING)
 
 _OPTIONS = SchemeOptions("dataio-azure", TUNING, durations=("timeout", "connect_timeout"))
 

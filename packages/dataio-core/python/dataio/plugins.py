@@ -18,6 +18,7 @@ __all__ = [
     "BackendRegistration",
     "OpSpec",
     "SchemeOptions",
+    "OBJECT_STORE_TUNING",
     "list_plugins",
     "list_backends",
     "list_ops",
@@ -53,6 +54,21 @@ def register_backend(scheme: str, backend: object | Callable[[], object], *, plu
 def plugin_manager():  # -> pluggy.PluginManager
     """The underlying pluggy manager (loads plugins if they are not loaded yet)."""
     return host.manager()
+
+
+#: The tuning keys the shared object-store backend (``crates/dataio-objstore``,
+#: under dataio-s3, dataio-gcs and dataio-azure) reads, with what they mean.
+#: A plugin on that backend starts its own ``TUNING`` table from this one.
+OBJECT_STORE_TUNING: dict[str, str] = {
+    "max_retries": "retries of one request on throttling, 5xx and connection errors (default 10)",
+    "retry_timeout": "seconds after which a request stops being retried (default 180)",
+    "backoff_initial": "first backoff in seconds (default 0.1; doubles up to backoff_max)",
+    "backoff_max": "longest backoff in seconds (default 15)",
+    "timeout": "seconds one request may take, body included (e.g. '30s' or 30)",
+    "connect_timeout": "seconds to establish a connection",
+    "part_size": "bytes per multipart part; streaming writes below it are one PUT (default 8 MiB, min 5 MiB)",
+    "max_part_uploads": "parts uploaded in parallel by one streaming write (default 8)",
+}
 
 
 class SchemeOptions:
