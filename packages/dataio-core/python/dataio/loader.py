@@ -358,7 +358,10 @@ class Loader:
             self._wait_seconds += time.perf_counter() - t0
         if raw is None:
             return None
-        self._position = raw.end_position
+        # The native position: after the contiguous prefix of delivered
+        # batches. With order="completion" this batch may have overtaken an
+        # earlier one, and its own end would skip that one on resume.
+        self._position = self._native.position
         return self._wrap(raw)
 
     def _wrap(self, raw: Any) -> Batch:
