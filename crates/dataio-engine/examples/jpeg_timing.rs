@@ -4,10 +4,20 @@ use std::time::Instant;
 
 fn main() {
     let dir = std::env::args().nth(1).expect("folder");
-    let mut files: Vec<Vec<u8>> =
-        std::fs::read_dir(dir).unwrap().map(|e| std::fs::read(e.unwrap().path()).unwrap()).collect();
+    let mut files: Vec<Vec<u8>> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jpg"))
+        .map(|p| std::fs::read(p).unwrap())
+        .collect();
     files.truncate(200);
+    // JT_ONLY=<label> runs one pipeline stage only (for perf), JT_ROUNDS=n repeats it.
+    let only = std::env::var("JT_ONLY").ok();
+    let rounds: usize = std::env::var("JT_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
     for num in [8u32, 7, 6, 5, 4, 2] {
+        if only.is_some() {
+            break;
+        }
         let t0 = Instant::now();
         for f in &files {
             let _ = jpeg::decode(f, jpeg::Mode::Rgb, 1 << 30, |_| Ok(jpeg::DecodePlan { scale_num: num, roi: None }))
@@ -32,6 +42,9 @@ fn main() {
             r#"{"op":"decode_image"},{"op":"resize_short","params":{"size":256}},{"op":"center_crop","params":{"h":224,"w":224}},{"op":"normalize"}"#,
         ),
     ] {
+        if only.as_deref().is_some_and(|o| o != label) {
+            continue;
+        }
         let plan = dataio_engine::plan::compile(&format!(
             r#"{{"version":1,"slots":[{{"name":"image","ops":[{ops}]}}],"shape":{{"kind":"batch","size":1}}}}"#
         ))
@@ -40,7 +53,7 @@ fn main() {
         let rec = dataio_engine::exec::Record::default();
         let mut row = vec![0u32; 3 * 224 * 224];
         let t0 = Instant::now();
-        for f in &files {
+        for f in files.iter().cycle().take(files.len() * rounds) {
             let key = SampleKey { seed: 0, epoch: 0, index: 0, slot: 0 };
             let shape = slot.static_shape.clone();
             let bytes_row: &mut [u8] =
@@ -54,7 +67,7 @@ fn main() {
             };
             run_slot(slot, SlotInput::Data(bytes::Bytes::copy_from_slice(f)), &rec, key, None, dest).unwrap();
         }
-        println!("{label}: {:.0}/s", files.len() as f64 / t0.elapsed().as_secs_f64());
+        println!("{label}: {:.0}/s", (files.len() * rounds) as f64 / t0.elapsed().as_secs_f64());
     }
 }
 

@@ -259,10 +259,20 @@ fn run_image(
         && resolved.geo.oy == 0.0
         && (resolved.geo.w, resolved.geo.h) == (pixels.width, pixels.height)
         && scale == (1.0, 1.0);
-    let out = if identity { pixels } else { render(&resolved.geo, &pixels, origin, scale)? };
+    let out = if identity {
+        pixels
+    } else {
+        let out = render(&resolved.geo, &pixels, origin, scale)?;
+        image::recycle(pixels.data);
+        out
+    };
     let finish = Finish::from_steps(resolved.tail.iter())?;
     match resolved.external {
-        None => emit(&finish, &out, resolved.geo.hflip, resolved.geo.vflip, dest),
+        None => {
+            let r = emit(&finish, &out, resolved.geo.hflip, resolved.geo.vflip, dest);
+            image::recycle(out.data);
+            r
+        }
         Some((name, params)) => {
             let ext = external
                 .ok_or_else(|| Error::invalid(format!("op {name} needs its plugin, which is not available here")))?;

@@ -246,7 +246,7 @@ pub fn decode(
         }
         let comps = c.output_components as usize;
         let row_bytes = cw as usize * comps;
-        let mut out: Vec<u8> = Vec::with_capacity(row_bytes * rows as usize);
+        let mut out: Vec<u8> = super::scratch(row_bytes * rows as usize);
         // SAFETY: u8 has no invalid bit patterns; every row is written by
         // jpeg_read_scanlines below before the buffer is read, and a short
         // read returns an error (the buffer is then dropped unread).
@@ -270,7 +270,13 @@ pub fn decode(
         // SAFETY: valid session.
         unsafe { jpeg_abort_decompress(c) };
         let channels = mode.channels();
-        let data = if cmyk { cmyk_to(&out, mode) } else { out };
+        let data = if cmyk {
+            let rgb = cmyk_to(&out, mode);
+            super::recycle(out);
+            rgb
+        } else {
+            out
+        };
         Ok((header, Decoded { width: cw, height: rows, channels, data, origin: (x0, y0), scaled_size: (sw, sh) }))
     }));
     match result {

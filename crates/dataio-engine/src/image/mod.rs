@@ -38,6 +38,43 @@ pub fn jpeg_mode(mode: ImageMode) -> jpeg::Mode {
     }
 }
 
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Vec<Vec<u8>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// An empty buffer with room for `n` bytes, from this thread's scratch when
+/// one is big enough. Decode and resample outputs live for one sample; a
+/// fresh allocation of their size per sample page-faults (glibc trims and
+/// regrows the worker threads' arenas), reusing them does not.
+pub fn scratch(n: usize) -> Vec<u8> {
+    let found = SCRATCH.with(|s| {
+        let mut s = s.borrow_mut();
+        s.iter().position(|v| v.capacity() >= n).map(|i| s.swap_remove(i))
+    });
+    let mut v = found.unwrap_or_default();
+    v.clear();
+    v.reserve(n);
+    v
+}
+
+/// Hands a buffer back to this thread's scratch (at most 4 kept, none over
+/// 64 MiB, so a huge image does not pin its memory).
+pub fn recycle(v: Vec<u8>) {
+    if v.capacity() == 0 || v.capacity() > 64 << 20 {
+        return;
+    }
+    SCRATCH.with(|s| {
+        let mut s = s.borrow_mut();
+        if s.len() < 4 {
+            s.push(v);
+        } else if let Some(small) = s.iter_mut().min_by_key(|b| b.capacity()) {
+            if small.capacity() < v.capacity() {
+                *small = v;
+            }
+        }
+    });
+}
+
 /// Pillow's luma weights (ITU-R 601-2), so gray output matches `convert("L")`.
 #[inline]
 pub fn luma(r: u8, g: u8, b: u8) -> u8 {
@@ -96,7 +133,8 @@ pub fn orient(p: Pixels, orientation: u8) -> Pixels {
     let (w, h, c) = (p.width as usize, p.height as usize, p.channels as usize);
     let transposed = orientation >= 5;
     let (ow, oh) = if transposed { (h, w) } else { (w, h) };
-    let mut out = vec![0u8; p.data.len()];
+    let mut out = scratch(p.data.len());
+    out.resize(p.data.len(), 0);
     for oy in 0..oh {
         for ox in 0..ow {
             // Source coordinates of output pixel (ox, oy), per the EXIF table.
@@ -115,6 +153,7 @@ pub fn orient(p: Pixels, orientation: u8) -> Pixels {
             out[d..d + c].copy_from_slice(&p.data[s..s + c]);
         }
     }
+    recycle(p.data);
     Pixels { width: ow as u32, height: oh as u32, channels: p.channels, data: out }
 }
 
