@@ -20,8 +20,10 @@ fn main() {
         }
         let t0 = Instant::now();
         for f in &files {
-            let _ = jpeg::decode(f, jpeg::Mode::Rgb, 1 << 30, |_| Ok(jpeg::DecodePlan { scale_num: num, roi: None }))
-                .unwrap();
+            let _ = jpeg::decode(f, jpeg::Mode::Rgb, 1 << 30, |_| {
+                Ok(jpeg::DecodePlan { scale_num: num, roi: None, rgbx: false })
+            })
+            .unwrap();
         }
         println!("scale {num}/8: {:.0}/s", files.len() as f64 / t0.elapsed().as_secs_f64());
     }

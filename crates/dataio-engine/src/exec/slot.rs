@@ -4,7 +4,7 @@
 use super::record::{Record, Value};
 use crate::error::{Error, Result};
 use crate::image::finish::{read_scalar, write_scalar, Finish};
-use crate::image::geometry::{render, Geo};
+use crate::image::geometry::{render, render_with, Geo};
 use crate::image::{self, jpeg, Pixels};
 use crate::plan::{Cmp, Decoder, ImageMode, Param, Pred, SlotProgram, Step};
 use crate::rng::{key, Stream};
@@ -190,6 +190,25 @@ fn emit(finish: &Finish, px: &Pixels, hflip: bool, vflip: bool, dest: Dest<'_>) 
     Ok(SlotOut::Tensor(Tensor { dtype: finish.dtype, shape, buf: Arc::new(buf), offset: 0 }))
 }
 
+/// [`emit`] for RGBX pixels whose tail [`Finish::takes_rgbx`].
+fn emit_rgbx(finish: &Finish, px: &Pixels, hflip: bool, vflip: bool, dest: Dest<'_>) -> Result<SlotOut> {
+    let shape = finish.shape(px.width, px.height, 3);
+    if let (Some(row), Some(expect)) = (dest.row, dest.expect_shape) {
+        if shape != expect {
+            return Err(Error::invalid(format!(
+                "sample shape {shape:?} differs from the slot's static shape {expect:?}"
+            )));
+        }
+        finish.write_rgbx(px, hflip, vflip, row)?;
+        return Ok(SlotOut::Written);
+    }
+    let n = finish.nbytes(px.width, px.height, 3);
+    let buf = AlignedBuf::new(n, false);
+    // SAFETY: a fresh buffer owned here; fully written by `write_rgbx`.
+    finish.write_rgbx(px, hflip, vflip, unsafe { buf.slice_mut(0, n) })?;
+    Ok(SlotOut::Tensor(Tensor { dtype: finish.dtype, shape, buf: Arc::new(buf), offset: 0 }))
+}
+
 /// Chooses the DCT scale `M/8`: the smallest that still leaves at least one
 /// source pixel per output pixel on both axes (so the resample only ever
 /// shrinks). Only 1/8, 1/4 and 1/2 are used: libjpeg-turbo has SIMD kernels
@@ -234,8 +253,14 @@ fn run_image(
             } else {
                 None
             };
+            // RGBX when the 4-channel resampler and the RGBX normalize
+            // kernel carry it all the way to the output (see DecodePlan).
+            let rgbx = mode == ImageMode::Rgb
+                && r.geo.resized
+                && r.external.is_none()
+                && Finish::from_steps(r.tail.iter()).is_ok_and(|f| f.takes_rgbx());
             resolved = Some(r);
-            Ok(jpeg::DecodePlan { scale_num: m, roi })
+            Ok(jpeg::DecodePlan { scale_num: m, roi, rgbx })
         })?;
         let r = resolved.expect("resolved in the plan callback");
         let (sw, sh) = dec.scaled_size;
@@ -259,6 +284,16 @@ fn run_image(
         && resolved.geo.oy == 0.0
         && (resolved.geo.w, resolved.geo.h) == (pixels.width, pixels.height)
         && scale == (1.0, 1.0);
+    let finish = Finish::from_steps(resolved.tail.iter())?;
+    if pixels.channels == 4 && mode == ImageMode::Rgb {
+        // Decoded as RGBX (the plan asked for it): resample 4-channel, no
+        // alpha, and normalize straight from the padded pixels.
+        let out = render_with(&resolved.geo, &pixels, origin, scale, false)?;
+        image::recycle(pixels.data);
+        let r = emit_rgbx(&finish, &out, resolved.geo.hflip, resolved.geo.vflip, dest);
+        image::recycle(out.data);
+        return r;
+    }
     let out = if identity {
         pixels
     } else {
@@ -266,7 +301,6 @@ fn run_image(
         image::recycle(pixels.data);
         out
     };
-    let finish = Finish::from_steps(resolved.tail.iter())?;
     match resolved.external {
         None => {
             let r = emit(&finish, &out, resolved.geo.hflip, resolved.geo.vflip, dest);

@@ -190,6 +190,107 @@ impl Finish {
     }
 }
 
+impl Finish {
+    /// Whether [`Finish::write_rgbx`] can take this tail: normalize to CHW
+    /// float32 of 3 channels.
+    pub fn takes_rgbx(&self) -> bool {
+        self.chw && self.dtype == DType::F32 && self.mean_std.is_some()
+    }
+
+    /// [`Finish::write`] for RGB pixels stored 4 bytes apart (R, G, B, pad);
+    /// only when [`Finish::takes_rgbx`]. `dst` holds `nbytes(w, h, 3)`.
+    pub fn write_rgbx(&self, px: &Pixels, hflip: bool, vflip: bool, dst: &mut [u8]) -> Result<()> {
+        let (w, h) = (px.width as usize, px.height as usize);
+        if px.channels != 4 || !self.takes_rgbx() {
+            return Err(Error::invalid("write_rgbx needs 4-byte pixels and a normalize-to-CHW tail"));
+        }
+        let need = self.nbytes(px.width, px.height, 3);
+        if dst.len() != need {
+            return Err(Error::invalid(format!("output holds {} bytes, the sample needs {need}", dst.len())));
+        }
+        // SAFETY: as in `write`: f32-aligned in practice, checked.
+        let (pre, out, _) = unsafe { dst.align_to_mut::<f32>() };
+        if !pre.is_empty() {
+            return Err(Error::invalid("output buffer is not aligned for float32"));
+        }
+        let ms = [0, 1, 2].map(|ch| self.mean_std_of(ch).expect("normalize"));
+        let plane = w * h;
+        let (p0, rest) = out.split_at_mut(plane);
+        let (p1, p2) = rest.split_at_mut(plane);
+        let mut flipped = Vec::new();
+        for y in 0..h {
+            let sy = if vflip { h - 1 - y } else { y };
+            let mut src = &px.data[sy * w * 4..(sy + 1) * w * 4];
+            if hflip {
+                flipped.clear();
+                flipped.extend(src.chunks_exact(4).rev().flatten());
+                src = &flipped;
+            }
+            let r = y * w..(y + 1) * w;
+            normalize_row4(src, &mut p0[r.clone()], &mut p1[r.clone()], &mut p2[r], ms);
+        }
+        Ok(())
+    }
+}
+
+/// One RGBX row (4 bytes per pixel, the 4th ignored) to three normalized planes.
+fn normalize_row4(src: &[u8], p0: &mut [f32], p1: &mut [f32], p2: &mut [f32], ms: [(f32, f32); 3]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2 (checked just above).
+            return unsafe { normalize_row4_avx2(src, p0, p1, p2, ms) };
+        }
+    }
+    normalize_row4_generic(src, p0, p1, p2, ms)
+}
+
+/// AVX2: 8 pixels (32 bytes) per step; channel c of each pixel is byte c of
+/// a 32-bit lane, so a shift and a mask give 8 integers per channel.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn normalize_row4_avx2(src: &[u8], p0: &mut [f32], p1: &mut [f32], p2: &mut [f32], ms: [(f32, f32); 3]) {
+    use std::arch::x86_64::*;
+    let n = p0.len();
+    assert!(src.len() >= n * 4 && p1.len() >= n && p2.len() >= n);
+    // SAFETY: 32 source bytes and 8 floats per plane per step, k + 8 <= n.
+    unsafe {
+        let mean = ms.map(|(m, _)| _mm256_set1_ps(m));
+        let std = ms.map(|(_, s)| _mm256_set1_ps(s));
+        let k255 = _mm256_set1_ps(255.0);
+        let low = _mm256_set1_epi32(0xFF);
+        let planes = [p0.as_mut_ptr(), p1.as_mut_ptr(), p2.as_mut_ptr()];
+        let mut k = 0;
+        while k + 8 <= n {
+            let v = _mm256_loadu_si256(src.as_ptr().add(4 * k) as *const __m256i);
+            let chans = [
+                _mm256_and_si256(v, low),
+                _mm256_and_si256(_mm256_srli_epi32(v, 8), low),
+                _mm256_and_si256(_mm256_srli_epi32(v, 16), low),
+            ];
+            for c in 0..3 {
+                let f = _mm256_cvtepi32_ps(chans[c]);
+                let x = _mm256_div_ps(_mm256_sub_ps(_mm256_div_ps(f, k255), mean[c]), std[c]);
+                _mm256_storeu_ps(planes[c].add(k), x);
+            }
+            k += 8;
+        }
+        normalize_row4_generic(&src[4 * k..], &mut p0[k..], &mut p1[k..], &mut p2[k..], ms);
+    }
+}
+
+#[inline(always)]
+fn normalize_row4_generic(src: &[u8], p0: &mut [f32], p1: &mut [f32], p2: &mut [f32], ms: [(f32, f32); 3]) {
+    let n = p0.len();
+    let (src, p1, p2) = (&src[..n * 4], &mut p1[..n], &mut p2[..n]);
+    let [(m0, s0), (m1, s1), (m2, s2)] = ms;
+    for i in 0..n {
+        p0[i] = (src[4 * i] as f32 / 255.0 - m0) / s0;
+        p1[i] = (src[4 * i + 1] as f32 / 255.0 - m1) / s1;
+        p2[i] = (src[4 * i + 2] as f32 / 255.0 - m2) / s2;
+    }
+}
+
 /// One RGB row to three normalized planes: `(v / 255 - mean) / std`.
 fn normalize_row3(src: &[u8], p0: &mut [f32], p1: &mut [f32], p2: &mut [f32], ms: [(f32, f32); 3]) {
     #[cfg(target_arch = "x86_64")]
@@ -366,6 +467,31 @@ mod tests {
         // and torchvision's arithmetic, bit for bit
         for v in 0..=255u8 {
             assert_eq!(lut[0][v as usize].to_bits(), ((v as f32 / 255.0 - 0.485) / 0.229).to_bits());
+        }
+    }
+
+    #[test]
+    fn rgbx_input_gives_the_same_bits_as_rgb() {
+        let f = Finish {
+            mean_std: Some((vec![0.485, 0.456, 0.406], vec![0.229, 0.224, 0.225])),
+            chw: true,
+            dtype: DType::F32,
+        };
+        for (w, h) in [(1u32, 1u32), (9, 3), (17, 2), (224, 4)] {
+            let rgb: Vec<u8> = (0..w as usize * h as usize * 3).map(|i| (i * 53 % 256) as u8).collect();
+            let rgbx: Vec<u8> = rgb.chunks_exact(3).flat_map(|p| [p[0], p[1], p[2], 77]).collect();
+            let a = Pixels { width: w, height: h, channels: 3, data: rgb };
+            let b = Pixels { width: w, height: h, channels: 4, data: rgbx };
+            for (hf, vf) in [(false, false), (true, false), (false, true), (true, true)] {
+                let n = f.nbytes(w, h, 3) / 4;
+                let (mut da, mut db) = (vec![0f32; n], vec![0f32; n]);
+                // SAFETY: viewing f32 vecs as bytes for the test.
+                let ba = unsafe { std::slice::from_raw_parts_mut(da.as_mut_ptr() as *mut u8, n * 4) };
+                let bb = unsafe { std::slice::from_raw_parts_mut(db.as_mut_ptr() as *mut u8, n * 4) };
+                f.write(&a, hf, vf, ba).unwrap();
+                f.write_rgbx(&b, hf, vf, bb).unwrap();
+                assert!(da.iter().zip(&db).all(|(x, y)| x.to_bits() == y.to_bits()), "{w}x{h} flips {hf} {vf}");
+            }
         }
     }
 

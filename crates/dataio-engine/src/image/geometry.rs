@@ -252,6 +252,12 @@ thread_local! {
 /// the full-resolution source starting at `origin` with `scale` (x, y) source
 /// pixels per `src` pixel (DCT-scaled and region decodes). HWC uint8.
 pub fn render(geo: &Geo, src: &Pixels, origin: (f64, f64), scale: (f64, f64)) -> Result<Pixels> {
+    render_with(geo, src, origin, scale, true)
+}
+
+/// [`render`]; `alpha` false treats a 4th channel as padding (no alpha
+/// premultiplication around the resample).
+pub fn render_with(geo: &Geo, src: &Pixels, origin: (f64, f64), scale: (f64, f64), alpha: bool) -> Result<Pixels> {
     let c = src.channels;
     let (w, h) = (geo.w, geo.h);
     let (x0, y0, x1, y1) = geo.valid_px();
@@ -296,7 +302,7 @@ pub fn render(geo: &Geo, src: &Pixels, origin: (f64, f64), scale: (f64, f64)) ->
     let src_img = fir::images::ImageRef::new(src.width, src.height, &src.data, pt)
         .map_err(|e| Error::invalid(format!("resample source: {e}")))?;
     let full = x0 == 0 && y0 == 0 && dw == w && dh == h;
-    let opts = fir::ResizeOptions::new().resize_alg(algorithm(geo.interp, geo.antialias)).crop(
+    let opts = fir::ResizeOptions::new().resize_alg(algorithm(geo.interp, geo.antialias)).use_alpha(alpha).crop(
         left,
         top,
         cw.max(1e-6),

@@ -37,6 +37,11 @@ pub struct DecodePlan {
     pub scale_num: u32,
     /// Region in *scaled* coordinates (x, y, w, h); None decodes everything.
     pub roi: Option<(u32, u32, u32, u32)>,
+    /// For `Mode::Rgb`: write 4 bytes per pixel (R, G, B, pad) instead of 3.
+    /// The resampler's 4-channel kernels are 20-30% faster than its
+    /// 3-channel ones, which pays for the wider rows when a resample and a
+    /// normalize follow. Ignored for CMYK sources and other modes.
+    pub rgbx: bool,
 }
 
 /// Decoded pixels, HWC interleaved.
@@ -217,6 +222,7 @@ pub fn decode(
             J_COLOR_SPACE::JCS_CMYK
         } else {
             match mode {
+                Mode::Rgb if p.rgbx => J_COLOR_SPACE::JCS_EXT_RGBX,
                 Mode::Rgb => J_COLOR_SPACE::JCS_EXT_RGB,
                 Mode::Gray => J_COLOR_SPACE::JCS_GRAYSCALE,
                 Mode::Rgba => J_COLOR_SPACE::JCS_EXT_RGBA,
@@ -269,7 +275,7 @@ pub fn decode(
         // Remaining rows are not needed; abort instead of finishing.
         // SAFETY: valid session.
         unsafe { jpeg_abort_decompress(c) };
-        let channels = mode.channels();
+        let channels = if cmyk { mode.channels() } else { comps as u32 };
         let data = if cmyk {
             let rgb = cmyk_to(&out, mode);
             super::recycle(out);
