@@ -4,13 +4,14 @@ use std::time::Instant;
 
 fn main() {
     let dir = std::env::args().nth(1).expect("folder");
-    let mut files: Vec<Vec<u8>> = std::fs::read_dir(dir)
+    let mut paths: Vec<_> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|x| x == "jpg"))
-        .map(|p| std::fs::read(p).unwrap())
         .collect();
-    files.truncate(200);
+    paths.sort();
+    paths.truncate(std::env::var("JT_FILES").ok().and_then(|v| v.parse().ok()).unwrap_or(200));
+    let files: Vec<Vec<u8>> = paths.iter().map(|p| std::fs::read(p).unwrap()).collect();
     // JT_ONLY=<label> runs one pipeline stage only (for perf), JT_ROUNDS=n repeats it.
     let only = std::env::var("JT_ONLY").ok();
     let rounds: usize = std::env::var("JT_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
