@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from dataio.bench import gate, report
-from dataio.bench.cli import parse_cores
+from dataio.bench.cli import median_round, parse_cores
 from dataio.bench.workloads import REGISTRY, get_workload
 
 
@@ -80,6 +80,18 @@ def test_gate_cli_reads_csvs_and_exits_3(tmp_path: Path) -> None:
     assert "REGRESSED (-50.0%" in bad.stdout and "gate: FAILED" in bad.stdout
     good = run("same.csv")
     assert good.returncode == 0 and "gate: passed" in good.stdout
+
+
+def test_rounds_report_the_median_round_and_keep_every_rate() -> None:
+    rs = [row("image", "dataio", 2, 900.0), row("image", "dataio", 2, 1200.0), row("image", "dataio", 2, 1000.0)]
+    m = median_round(rs)
+    assert m["samples_per_s"] == 1000.0 and m["rounds"] == [900.0, 1200.0, 1000.0]
+    # a failed round does not count as a rate; even counts take the lower middle
+    m = median_round([row("image", "dali", 2, 300.0), row("image", "dali", 2, None, status="failed"), row("image", "dali", 2, 400.0)])
+    assert m["samples_per_s"] == 300.0 and m["rounds"] == [300.0, "failed", 400.0]
+    failed = row("image", "ray", 2, None, status="failed")
+    assert median_round([failed]) is failed
+    assert "rounds" not in median_round([row("image", "dataio", 1, 5.0)])
 
 
 def test_parse_cores() -> None:

@@ -67,6 +67,13 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--cores", default="sweep", help="core counts: 'sweep' (1, 2, 4, ... and all usable; default), 'all', or a list like '1,all'")
     ap.add_argument("--full-sweep", action="store_true", help="run every candidate at every core count (default: Ray Data only at the largest)")
     ap.add_argument("--epochs", type=int, default=None, help=f"timed epochs per cell, after one warm-up epoch (default {DEFAULTS['epochs']})")
+    ap.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="run the candidates of each core count this many times in turns and report each cell's median round (default 1); "
+        "on a machine whose speed drifts, turns keep the ratios fair",
+    )
     ap.add_argument("--quick", action="store_true", help="tiny sizes and one timed epoch: a smoke test of the whole matrix, not a measurement")
     ap.add_argument("--images", type=int, default=None, help=f"image workload: JPEGs (default {DEFAULTS['images']})")
     ap.add_argument("--files", type=int, default=None, help=f"bytes workload: small files (default {DEFAULTS['files']})")
@@ -163,6 +170,17 @@ def _versions() -> dict[str, str | None]:
     return out
 
 
+def median_round(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """The median (lower middle) of a cell's rounds by samples/s, with every round's rate attached."""
+    ok = sorted((r for r in results if r["status"] == "ok"), key=lambda r: r["samples_per_s"])
+    if not ok:
+        return results[0]
+    pick = dict(ok[(len(ok) - 1) // 2])
+    if len(results) > 1:
+        pick["rounds"] = [round(r["samples_per_s"], 1) if r["status"] == "ok" else r["status"] for r in results]
+    return pick
+
+
 def run_matrix(args: argparse.Namespace) -> tuple[list[dict[str, Any]], int]:
     usable = usable_cpus()
     cores_list = parse_cores(args.cores, usable)
@@ -207,15 +225,19 @@ def run_matrix(args: argparse.Namespace) -> tuple[list[dict[str, Any]], int]:
                 spec_path.write_text(json.dumps({"workload": name, "cfg": cfg, "data": data}))
                 described[name] = f"{wl.title}: {wl.describe(data, cfg)}"
                 for cores in cores_list:
-                    group = []
-                    for cand in cands:
-                        if not (classes[cand].SWEEP or args.full_sweep or cores == cores_list[-1]):
-                            continue
-                        print(f"[bench] {name} cores={cores} {cand} ...", file=sys.stderr, flush=True)
-                        r = run_child(name, cand, cores, spec_path, out, args.cell_timeout)
-                        msg = f"{r['samples_per_s']:,.0f} samples/s" if r["status"] == "ok" else f"{r['status']}: {r.get('reason', '')}"
-                        print(f"[bench]   -> {msg} ({r['cell_wall_s']:.1f} s)", file=sys.stderr, flush=True)
-                        group.append(r)
+                    tries: dict[str, list[dict[str, Any]]] = {}
+                    rounds = max(1, args.rounds)
+                    for rnd in range(rounds):
+                        for cand in cands:
+                            if not (classes[cand].SWEEP or args.full_sweep or cores == cores_list[-1]):
+                                continue
+                            turn = f" (round {rnd + 1}/{rounds})" if rounds > 1 else ""
+                            print(f"[bench] {name} cores={cores} {cand}{turn} ...", file=sys.stderr, flush=True)
+                            r = run_child(name, cand, cores, spec_path, out, args.cell_timeout)
+                            msg = f"{r['samples_per_s']:,.0f} samples/s" if r["status"] == "ok" else f"{r['status']}: {r.get('reason', '')}"
+                            print(f"[bench]   -> {msg} ({r['cell_wall_s']:.1f} s)", file=sys.stderr, flush=True)
+                            tries.setdefault(cand, []).append(r)
+                    group = [median_round(rs) for rs in tries.values()]
                     summaries.append(report.analyse(group, wl))
                     rows += group
         except Unavailable as e:
