@@ -173,39 +173,34 @@ pub struct Dest<'a> {
 }
 
 fn emit(finish: &Finish, px: &Pixels, hflip: bool, vflip: bool, dest: Dest<'_>) -> Result<SlotOut> {
-    let shape = finish.shape(px.width, px.height, px.channels);
-    if let (Some(row), Some(expect)) = (dest.row, dest.expect_shape) {
-        if shape != expect {
-            return Err(Error::invalid(format!(
-                "sample shape {shape:?} differs from the slot's static shape {expect:?}"
-            )));
-        }
-        finish.write(px, hflip, vflip, row)?;
-        return Ok(SlotOut::Written);
-    }
-    let n = finish.nbytes(px.width, px.height, px.channels);
-    let buf = AlignedBuf::new(n, false);
-    // SAFETY: a fresh buffer owned here; fully written by `finish.write`.
-    finish.write(px, hflip, vflip, unsafe { buf.slice_mut(0, n) })?;
-    Ok(SlotOut::Tensor(Tensor { dtype: finish.dtype, shape, buf: Arc::new(buf), offset: 0 }))
+    emit_with(finish, px, false, hflip, vflip, dest)
 }
 
-/// [`emit`] for RGBX pixels whose tail [`Finish::takes_rgbx`].
-fn emit_rgbx(finish: &Finish, px: &Pixels, hflip: bool, vflip: bool, dest: Dest<'_>) -> Result<SlotOut> {
-    let shape = finish.shape(px.width, px.height, 3);
+/// [`emit`]; `rgbx` says `px` holds RGB pixels 4 bytes apart (the tail
+/// [`Finish::takes_rgbx`]).
+fn emit_with(finish: &Finish, px: &Pixels, rgbx: bool, hflip: bool, vflip: bool, dest: Dest<'_>) -> Result<SlotOut> {
+    let channels = if rgbx { 3 } else { px.channels };
+    let shape = finish.shape(px.width, px.height, channels);
+    let write = |row: &mut [u8]| {
+        if rgbx {
+            finish.write_rgbx(px, hflip, vflip, row)
+        } else {
+            finish.write(px, hflip, vflip, row)
+        }
+    };
     if let (Some(row), Some(expect)) = (dest.row, dest.expect_shape) {
         if shape != expect {
             return Err(Error::invalid(format!(
                 "sample shape {shape:?} differs from the slot's static shape {expect:?}"
             )));
         }
-        finish.write_rgbx(px, hflip, vflip, row)?;
+        write(row)?;
         return Ok(SlotOut::Written);
     }
-    let n = finish.nbytes(px.width, px.height, 3);
+    let n = finish.nbytes(px.width, px.height, channels);
     let buf = AlignedBuf::new(n, false);
-    // SAFETY: a fresh buffer owned here; fully written by `write_rgbx`.
-    finish.write_rgbx(px, hflip, vflip, unsafe { buf.slice_mut(0, n) })?;
+    // SAFETY: a fresh buffer owned here; fully written by `write`.
+    write(unsafe { buf.slice_mut(0, n) })?;
     Ok(SlotOut::Tensor(Tensor { dtype: finish.dtype, shape, buf: Arc::new(buf), offset: 0 }))
 }
 
@@ -290,7 +285,7 @@ fn run_image(
         // alpha, and normalize straight from the padded pixels.
         let out = render_with(&resolved.geo, &pixels, origin, scale, false)?;
         image::recycle(pixels.data);
-        let r = emit_rgbx(&finish, &out, resolved.geo.hflip, resolved.geo.vflip, dest);
+        let r = emit_with(&finish, &out, true, resolved.geo.hflip, resolved.geo.vflip, dest);
         image::recycle(out.data);
         return r;
     }

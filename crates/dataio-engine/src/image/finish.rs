@@ -122,21 +122,7 @@ impl Finish {
                     // The hot path (RGB to normalized CHW), vectorized: 42 us
                     // per 224x224 image instead of 77 for the LUT loop below
                     // (AVX2, one core).
-                    let aff = [0, 1, 2].map(|ch| self.mean_std_of(ch).expect("normalize"));
-                    let (p0, rest) = out.split_at_mut(plane);
-                    let (p1, p2) = rest.split_at_mut(plane);
-                    let mut flipped = Vec::new();
-                    for y in 0..h {
-                        let sy = if vflip { h - 1 - y } else { y };
-                        let mut src = &px.data[sy * w * 3..(sy + 1) * w * 3];
-                        if hflip {
-                            flipped.clear();
-                            flipped.extend(src.chunks_exact(3).rev().flatten());
-                            src = &flipped;
-                        }
-                        let r = y * w..(y + 1) * w;
-                        normalize_row3(src, &mut p0[r.clone()], &mut p1[r.clone()], &mut p2[r], aff);
-                    }
+                    self.normalize_planes::<3>(px, hflip, vflip, out);
                 } else if self.chw && c == 3 {
                     // RGB to CHW without normalize: row slices zipped so the
                     // loop has no bounds checks.
@@ -200,7 +186,6 @@ impl Finish {
     /// [`Finish::write`] for RGB pixels stored 4 bytes apart (R, G, B, pad);
     /// only when [`Finish::takes_rgbx`]. `dst` holds `nbytes(w, h, 3)`.
     pub fn write_rgbx(&self, px: &Pixels, hflip: bool, vflip: bool, dst: &mut [u8]) -> Result<()> {
-        let (w, h) = (px.width as usize, px.height as usize);
         if px.channels != 4 || !self.takes_rgbx() {
             return Err(Error::invalid("write_rgbx needs 4-byte pixels and a normalize-to-CHW tail"));
         }
@@ -213,36 +198,67 @@ impl Finish {
         if !pre.is_empty() {
             return Err(Error::invalid("output buffer is not aligned for float32"));
         }
+        self.normalize_planes::<4>(px, hflip, vflip, out);
+        Ok(())
+    }
+
+    /// Pixels `S` bytes apart (RGB or RGBX) to three normalized CHW planes
+    /// filling `out`, flipped as asked.
+    fn normalize_planes<const S: usize>(&self, px: &Pixels, hflip: bool, vflip: bool, out: &mut [f32]) {
+        let (w, h) = (px.width as usize, px.height as usize);
         let ms = [0, 1, 2].map(|ch| self.mean_std_of(ch).expect("normalize"));
-        let plane = w * h;
-        let (p0, rest) = out.split_at_mut(plane);
-        let (p1, p2) = rest.split_at_mut(plane);
+        let (p0, rest) = out.split_at_mut(w * h);
+        let (p1, p2) = rest.split_at_mut(w * h);
         let mut flipped = Vec::new();
         for y in 0..h {
             let sy = if vflip { h - 1 - y } else { y };
-            let mut src = &px.data[sy * w * 4..(sy + 1) * w * 4];
+            let mut src = &px.data[sy * w * S..(sy + 1) * w * S];
             if hflip {
                 flipped.clear();
-                flipped.extend(src.chunks_exact(4).rev().flatten());
+                flipped.extend(src.chunks_exact(S).rev().flatten());
                 src = &flipped;
             }
             let r = y * w..(y + 1) * w;
-            normalize_row4(src, &mut p0[r.clone()], &mut p1[r.clone()], &mut p2[r], ms);
+            normalize_row::<S>(src, &mut p0[r.clone()], &mut p1[r.clone()], &mut p2[r], ms);
         }
-        Ok(())
     }
 }
 
-/// One RGBX row (4 bytes per pixel, the 4th ignored) to three normalized planes.
-fn normalize_row4(src: &[u8], p0: &mut [f32], p1: &mut [f32], p2: &mut [f32], ms: [(f32, f32); 3]) {
+/// One row of pixels `S` (3 or 4) bytes apart to three normalized planes:
+/// `(v / 255 - mean) / std`, AVX2 when the CPU has it.
+fn normalize_row<const S: usize>(src: &[u8], p0: &mut [f32], p1: &mut [f32], p2: &mut [f32], ms: [(f32, f32); 3]) {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU has AVX2 (checked just above).
-            return unsafe { normalize_row4_avx2(src, p0, p1, p2, ms) };
+            unsafe {
+                match S {
+                    3 => return normalize_row3_avx2(src, p0, p1, p2, ms),
+                    4 => return normalize_row4_avx2(src, p0, p1, p2, ms),
+                    _ => {}
+                }
+            }
         }
     }
-    normalize_row4_generic(src, p0, p1, p2, ms)
+    normalize_row_generic::<S>(src, p0, p1, p2, ms)
+}
+
+#[inline(always)]
+fn normalize_row_generic<const S: usize>(
+    src: &[u8],
+    p0: &mut [f32],
+    p1: &mut [f32],
+    p2: &mut [f32],
+    ms: [(f32, f32); 3],
+) {
+    let n = p0.len();
+    let (src, p1, p2) = (&src[..n * S], &mut p1[..n], &mut p2[..n]);
+    let [(m0, s0), (m1, s1), (m2, s2)] = ms;
+    for i in 0..n {
+        p0[i] = (src[S * i] as f32 / 255.0 - m0) / s0;
+        p1[i] = (src[S * i + 1] as f32 / 255.0 - m1) / s1;
+        p2[i] = (src[S * i + 2] as f32 / 255.0 - m2) / s2;
+    }
 }
 
 /// AVX2: 8 pixels (32 bytes) per step; channel c of each pixel is byte c of
@@ -275,32 +291,8 @@ unsafe fn normalize_row4_avx2(src: &[u8], p0: &mut [f32], p1: &mut [f32], p2: &m
             }
             k += 8;
         }
-        normalize_row4_generic(&src[4 * k..], &mut p0[k..], &mut p1[k..], &mut p2[k..], ms);
+        normalize_row_generic::<4>(&src[4 * k..], &mut p0[k..], &mut p1[k..], &mut p2[k..], ms);
     }
-}
-
-#[inline(always)]
-fn normalize_row4_generic(src: &[u8], p0: &mut [f32], p1: &mut [f32], p2: &mut [f32], ms: [(f32, f32); 3]) {
-    let n = p0.len();
-    let (src, p1, p2) = (&src[..n * 4], &mut p1[..n], &mut p2[..n]);
-    let [(m0, s0), (m1, s1), (m2, s2)] = ms;
-    for i in 0..n {
-        p0[i] = (src[4 * i] as f32 / 255.0 - m0) / s0;
-        p1[i] = (src[4 * i + 1] as f32 / 255.0 - m1) / s1;
-        p2[i] = (src[4 * i + 2] as f32 / 255.0 - m2) / s2;
-    }
-}
-
-/// One RGB row to three normalized planes: `(v / 255 - mean) / std`.
-fn normalize_row3(src: &[u8], p0: &mut [f32], p1: &mut [f32], p2: &mut [f32], ms: [(f32, f32); 3]) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU has AVX2 (checked just above).
-            return unsafe { normalize_row3_avx2(src, p0, p1, p2, ms) };
-        }
-    }
-    normalize_row3_generic(src, p0, p1, p2, ms)
 }
 
 /// AVX2: 16 pixels per step; `pshufb` splits the 48 interleaved bytes into
@@ -362,19 +354,7 @@ unsafe fn normalize_row3_avx2(src: &[u8], p0: &mut [f32], p1: &mut [f32], p2: &m
             }
             k += 16;
         }
-        normalize_row3_generic(&src[3 * k..], &mut p0[k..], &mut p1[k..], &mut p2[k..], ms);
-    }
-}
-
-#[inline(always)]
-fn normalize_row3_generic(src: &[u8], p0: &mut [f32], p1: &mut [f32], p2: &mut [f32], ms: [(f32, f32); 3]) {
-    let n = p0.len();
-    let (src, p1, p2) = (&src[..n * 3], &mut p1[..n], &mut p2[..n]);
-    let [(m0, s0), (m1, s1), (m2, s2)] = ms;
-    for i in 0..n {
-        p0[i] = (src[3 * i] as f32 / 255.0 - m0) / s0;
-        p1[i] = (src[3 * i + 1] as f32 / 255.0 - m1) / s1;
-        p2[i] = (src[3 * i + 2] as f32 / 255.0 - m2) / s2;
+        normalize_row_generic::<3>(&src[3 * k..], &mut p0[k..], &mut p1[k..], &mut p2[k..], ms);
     }
 }
 
@@ -456,7 +436,7 @@ mod tests {
                 let (p0, rest) = store[start..].split_at_mut(n);
                 let (p1, rest) = rest.split_at_mut(n);
                 let p2 = &mut rest[..n];
-                normalize_row3(&src, p0, p1, p2, aff);
+                normalize_row::<3>(&src, p0, p1, p2, aff);
                 for i in 0..n {
                     for (ch, p) in [&*p0, &*p1, &*p2].into_iter().enumerate() {
                         assert_eq!(p[i].to_bits(), lut[ch][src[3 * i + ch] as usize].to_bits(), "n={n} i={i} ch={ch}");
