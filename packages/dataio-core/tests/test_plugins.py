@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import os
+import pickle
+import textwrap
 import uuid
+from pathlib import Path
 
 import pytest
 
 import dataio
 from dataio._plugins import PluginHost
-from dataio.errors import PluginError
-from dataio.plugins import list_backends, list_plugins, register_backend
+from dataio.errors import InvalidArgumentError, PluginError
+from dataio.plugins import list_backends, register_backend
 from dataio.testing import BackendConformance
 
 from conftest import run_python
@@ -94,7 +98,7 @@ def test_a_broken_plugin_is_reported_not_fatal(tmp_path) -> None:
         "import dataio\n"
         "dataio.write('mem://b/k', b'ok')\n"
         "print([(p.name, p.status, p.detail) for p in dataio.plugins.list_plugins() if p.name == 'broken'])\n",
-        env={"PYTHONPATH": str(tmp_path)},
+        env={"PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))},
     )
     assert r.returncode == 0, r.stderr
     assert "'broken', 'failed'" in r.stdout and "ModuleNotFoundError" in r.stdout
@@ -164,3 +168,199 @@ def test_a_foreign_capsule_is_refused() -> None:
     capsule = datetime.datetime_CAPI  # a capsule with another name
     with pytest.raises(TypeError, match="dataio.backend.v1"):
         dataio._native.register_backend("foreign", capsule)
+
+
+# -- a tiny plugin, installed for one subprocess ------------------------------------
+
+TINY_PLUGIN = """
+import dataio
+
+
+class Executor:
+    def __init__(self, tag):
+        self.tag = tag
+
+    def start(self, job):
+        raise NotImplementedError("a registry test: never started")
+
+
+class Reader:
+    def read_safetensors(self, files, device):
+        return {"files": list(files), "device": device}
+
+    def info(self):
+        return {"path": "tiny"}
+
+
+class Api:
+    serve = staticmethod(lambda *args, **kwargs: ("tiny serve", args, kwargs))
+
+
+@dataio.hookimpl
+def dataio_register_executors(register):
+    register("tiny", lambda: Executor("made by the tiny plugin"), description="an executor for the registry tests")
+
+
+@dataio.hookimpl
+def dataio_register_device_readers(register):
+    register("tinydev", Reader(), description="a device reader for the registry tests")
+
+
+@dataio.hookimpl
+def dataio_register_namespaces(register):
+    register("rdma", Api, description="stands in for dataio-rdma")
+"""
+
+
+def install_tiny_plugin(root: Path, module: str = "dataio_tiny_plugin", entry_point: str = "tiny", code: str = TINY_PLUGIN) -> dict[str, str]:
+    """Writes a plugin module and the dist-info that publishes it under the
+    ``dataio`` entry-point group into ``root``; returns the environment that
+    puts it on the path of a subprocess (with dataio-rdma blocked: the tiny
+    plugin claims its ``rdma`` namespace)."""
+    (root / f"{module}.py").write_text(textwrap.dedent(code))
+    dist = root / f"{module}-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module.replace('_', '-')}\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text(f"[dataio]\n{entry_point} = {module}\n")
+    return {
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])),
+        "DATAIO_DISABLE_PLUGINS": "rdma",
+    }
+
+
+def test_a_plugin_registers_an_executor_by_name(tmp_path: Path) -> None:
+    r = run_python(
+        "import json, dataio\n"
+        "from dataio._plugins import host\n"
+        "reg = dataio.plugins.list_executors()['tiny']\n"
+        "factory = host.executor('tiny')\n"
+        "print(json.dumps({'plugin': reg.plugin, 'description': reg.description, 'tag': factory().tag,\n"
+        "                  'same': factory is reg.value, 'missing': host.executor('nope')}))\n",
+        env=install_tiny_plugin(tmp_path),
+    )
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out == {
+        "plugin": "tiny",
+        "description": "an executor for the registry tests",
+        "tag": "made by the tiny plugin",
+        "same": True,
+        "missing": None,
+    }
+
+
+def test_executors_follow_the_duplicate_rules_of_backends() -> None:
+    h = PluginHost()
+    def factory() -> None:
+        return None
+
+    h._executor_registrar("ray-one")("ray", factory)
+    h._executor_registrar("ray-one")("ray", factory)  # the same plugin again: fine
+    with pytest.raises(PluginError) as info:
+        h._executor_registrar("ray-two")("ray", factory)
+    assert "'ray-one'" in str(info.value) and "'ray-two'" in str(info.value) and "DATAIO_DISABLE_PLUGINS" in str(info.value)
+    with pytest.raises(PluginError, match="invalid executor name"):
+        h._executor_registrar("p")("not a name", factory)
+    with pytest.raises(PluginError, match="not callable"):
+        h._executor_registrar("p")("fine", "not a factory")
+
+
+def test_device_readers_and_namespaces_follow_the_same_rules() -> None:
+    class Reader:
+        def read_safetensors(self, files, device):
+            return {}
+
+        def info(self):
+            return {"path": None}
+
+    h = PluginHost()
+    h._device_reader_registrar("a")("cuda", Reader())
+    with pytest.raises(PluginError, match="'a'.*'b'"):
+        h._device_reader_registrar("b")("cuda", Reader())
+    with pytest.raises(PluginError, match=r"no read_safetensors\(\) or info\(\)"):
+        h._device_reader_registrar("c")("npu", object())
+    h._namespace_registrar("a")("rdma", lambda: object())
+    with pytest.raises(PluginError, match="'a'.*'b'"):
+        h._namespace_registrar("b")("rdma", lambda: object())
+
+
+def test_a_device_reader_and_a_namespace_come_from_a_plugin(tmp_path: Path) -> None:
+    # The tiny plugin stands in for dataio-rdma (blocked here): dataio.rdma
+    # forwards to whatever registered the "rdma" namespace, imported by nobody.
+    r = run_python(
+        "import json, sys, dataio\n"
+        "from dataio._plugins import host\n"
+        "import dataio.rdma as rdma\n"
+        "out = {'serve': rdma.serve(1, x=2), 'reader': host.device_reader('tinydev').read_safetensors(('a',), 'tinydev:0'),\n"
+        "       'info': host.device_reader('tinydev').info(), 'readers': {k: v.plugin for k, v in dataio.plugins.list_device_readers().items()},\n"
+        "       'rdma_imported': 'dataio_rdma' in sys.modules}\n"
+        "print(json.dumps(out))\n",
+        env={**install_tiny_plugin(tmp_path), "DATAIO_DISABLE_PLUGINS": "rdma,gds"},
+    )
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["serve"] == ["tiny serve", [1], {"x": 2}]
+    assert out["reader"] == {"files": ["a"], "device": "tinydev:0"} and out["info"] == {"path": "tiny"}
+    assert out["readers"] == {"tinydev": "tiny"}
+    assert out["rdma_imported"] is False
+
+
+@pytest.mark.parametrize("broken", [False, True], ids=["not installed", "failed to load"])
+def test_dataio_rdma_without_its_plugin_says_what_to_install(tmp_path: Path, broken: bool) -> None:
+    env = {"DATAIO_DISABLE_PLUGINS": "rdma"}
+    if broken:  # installed, but its module raises on import: the message names it and why
+        env = install_tiny_plugin(tmp_path, "dataio_broken_rdma", "brokenrdma", "raise RuntimeError('half installed')\n")
+    r = run_python("import dataio.rdma as rdma\ntry:\n    rdma.serve\nexcept ImportError as e:\n    print('ImportError:', e)\n", env=env)
+    assert r.returncode == 0, r.stderr
+    assert "ImportError: dataio.rdma needs the dataio-rdma plugin: pip install 'dataio[rdma]'" in r.stdout
+    assert ("brokenrdma (RuntimeError: half installed)" in r.stdout) is broken
+
+
+def test_trace_plugins_prints_every_hook_call(tmp_path: Path) -> None:
+    # With the tiny plugin, every hook has an implementation to call.
+    r = run_python(
+        "import dataio\n"
+        "dataio.write('mem://b/k', b'v')\n"
+        "dataio.capabilities.report()\n",
+        env={**install_tiny_plugin(tmp_path), "DATAIO_TRACE_PLUGINS": "1"},
+    )
+    assert r.returncode == 0, r.stderr
+    trace = r.stderr
+    for hook in (
+        "dataio_register_backends",
+        "dataio_register_ops",
+        "dataio_register_device_readers",
+        "dataio_register_namespaces",
+        "dataio_register_executors",
+        "dataio_register_capabilities",
+    ):
+        assert f"{hook} [hook]" in trace, f"{hook} missing from the trace:\n{trace[-3000:]}"
+    # Each call names the plugin it was made for, and loading is traced too.
+    assert "<backend registrar of plugin 'memfs'>" in trace
+    assert "<backend registrar of plugin 'dataio.builtin'>" in trace
+    assert "<executor registrar of plugin 'tiny'>" in trace
+    assert "loaded memfs" in trace and "disabled rdma" in trace
+    assert "finish dataio_register_backends" in trace
+
+
+def test_without_trace_plugins_nothing_is_printed() -> None:
+    r = run_python("import dataio\ndataio.write('mem://b/k', b'v')\ndataio.capabilities.report()\n")
+    assert r.returncode == 0, r.stderr
+    assert "[hook]" not in r.stderr
+
+
+def test_scheme_settings_keep_secrets_out_of_reprs_and_pickles() -> None:
+    dataio.configure_credentials("kitscheme", access_key_id="AKIAKIT", secret_access_key="kit-secret-value")
+    dataio.configure_endpoint("kitscheme", "http://127.0.0.1:9")
+    try:
+        settings = dataio.config.get_settings("kitscheme")
+        assert settings.method == "explicit" and settings.endpoint == "http://127.0.0.1:9" and settings.plain_http
+        assert settings.values["secret_access_key"] == "kit-secret-value"  # the data path gets them
+        assert "kit-secret-value" not in repr(settings) and "AKIAKIT" not in str(settings)
+        with pytest.raises(TypeError, match="pickled"):
+            pickle.dumps(settings)
+        error = dataio.config.SchemeSettings("kitscheme", "sas", {}, None).unsupported_method()
+        assert isinstance(error, InvalidArgumentError) and str(error) == "kitscheme:// does not support credentials method 'sas'"
+    finally:
+        dataio.config.reset("kitscheme")
+    assert dataio.config.get_settings("kitscheme") == dataio.config.SchemeSettings("kitscheme", "default", {}, None)

@@ -42,7 +42,8 @@ def test_sharded_checkpoint_to_device_matches_host(checkpoint: str, path: str, m
         assert torch.equal(dev[k].cpu(), v), k
     assert dataio.gds_info()["path"] in ("gds", "staged")
     if path == "staged":
-        assert reader.last_path == "staged"
+        assert dataio.gds_info()["path"] == "staged"
+        assert reader.READER.last_path == "staged"
 
 
 def test_one_tensor_to_device(checkpoint: str) -> None:

@@ -1,22 +1,24 @@
-"""dataio-rdma registers itself and says honestly what it can do."""
+"""dataio-rdma registers itself (its report row and the ``rdma`` namespace
+behind ``dataio.rdma``) and says honestly what it can do."""
 
 from __future__ import annotations
 
-import importlib.metadata
-
 import dataio
-from dataio.plugins import list_plugins
+from dataio.testing import PluginConformance
 from dataio_rdma import _native
 
 
-def test_registered_through_the_entry_point() -> None:
-    names = {p.name: p for p in list_plugins()}
-    info = names["rdma"]
-    assert info.status == "loaded" and info.package == "dataio-rdma"
-    assert info.version == importlib.metadata.version("dataio-rdma")
+class TestRdmaPlugin(PluginConformance):
+    entry_point = "rdma"
+    package = "dataio-rdma"
+    namespaces = ("rdma",)
+
+    def expected_status(self) -> str:
+        usable, _ = _native.status()
+        return "ok" if usable else "unavailable"
 
 
-def test_reports_an_honest_status() -> None:
+def test_the_report_row_says_what_it_found() -> None:
     rows = [p for p in dataio.capabilities.report()["plugins"] if p["name"] == "dataio-rdma"]
     assert rows
     usable, detail = _native.status()

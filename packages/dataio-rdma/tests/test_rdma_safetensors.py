@@ -14,9 +14,10 @@ import struct
 import dataio
 import pytest
 from dataio import rdma
-from dataio.formats.safetensors import MAX_HEADER, _parse_header
+from dataio.formats.safetensors import MAX_HEADER, SafetensorsLayout
+from dataio.testing import require
 
-torch = pytest.importorskip("torch")
+torch = require("torch")
 
 
 @pytest.fixture
@@ -45,11 +46,14 @@ def test_tensor_ranges_over_rdma_match_a_local_read(spawn_server, checkpoint) ->
         (n,) = struct.unpack("<Q", rdma.read(client, 0, 8))
         assert n <= MAX_HEADER
         prefix = rdma.read(client, 0, 8 + n)
-        data_start, entries, metadata = _parse_header(f"rdma://{server.addr}", prefix, client.size)
-        assert metadata == {"format": "pt"}
+        layout = SafetensorsLayout.from_header(prefix, client.size, f"rdma://{server.addr}")
+        data_start, entries = layout.data_offset, layout.tensors
+        assert layout.metadata == {"format": "pt"}
         # The same layout dataio sees locally.
         with dataio.open_safetensors(path) as f:
-            assert (f._data_start, sorted(f.keys())) == (data_start, sorted(entries))
+            local_layout = f.layout()
+            assert (local_layout.data_offset, sorted(f.keys())) == (data_start, sorted(entries))
+            assert local_layout.tensors == layout.tensors and local_layout.local_path == path
         assert set(entries) == set(state)
         for name, e in entries.items():
             dst = torch.empty(e.shape, dtype=state[name].dtype)

@@ -7,11 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from dataio.testing import require
 
 
 def test_native_stubs_match_the_module() -> None:
-    pytest.importorskip("mypy")
+    require("mypy")
     allowlist = Path(__file__).with_name("stubtest-allowlist.txt")
     out = subprocess.run(
         [sys.executable, "-m", "mypy.stubtest", "dataio_rdma._native", "--allowlist", str(allowlist)],

@@ -17,6 +17,7 @@ import time
 import numpy as np
 import pytest
 from dataio import rdma
+from dataio.testing import require
 from dataio_rdma import _native
 
 MB = 1 << 20
@@ -68,7 +69,7 @@ def test_reads_what_the_server_process_wrote(spawn_server) -> None:
 
 
 def _buffers(n: int) -> dict[str, object]:
-    torch = pytest.importorskip("torch")
+    torch = require("torch")
     return {
         "bytearray": bytearray(n),
         "numpy-uint8": np.zeros(n, dtype=np.uint8),
@@ -81,7 +82,7 @@ def _buffers(n: int) -> dict[str, object]:
 
 
 def _as_bytes(buf: object) -> bytes:
-    torch = pytest.importorskip("torch")
+    torch = require("torch")
     if isinstance(buf, torch.Tensor):
         return buf.view(torch.uint8).numpy().tobytes()
     if isinstance(buf, mmap.mmap):
@@ -105,7 +106,7 @@ def test_read_into_every_kind_of_buffer(spawn_server) -> None:
 
 
 def test_torch_tensor_bytes_match_a_local_copy(spawn_server) -> None:
-    torch = pytest.importorskip("torch")
+    torch = require("torch")
     server = spawn_server(mode="serve", size=4 * MB)
     src = torch.randn(1000, 250, dtype=torch.bfloat16)
     with rdma.connect(server.addr) as client:

@@ -6,6 +6,7 @@ in a repr, a log line, an error message or the capability report.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import urllib.parse
 from collections.abc import Mapping
@@ -15,10 +16,12 @@ from .errors import InvalidArgumentError
 
 __all__ = [
     "Credentials",
+    "SchemeSettings",
     "configure_credentials",
     "configure_endpoint",
     "get_credentials",
     "get_endpoint",
+    "get_settings",
     "reset",
 ]
 
@@ -132,6 +135,46 @@ def get_credentials(scheme: str) -> Credentials | None:
 def get_endpoint(scheme: str) -> str | None:
     with _lock:
         return _endpoints.get(_norm_scheme(scheme))
+
+
+@dataclasses.dataclass(frozen=True)
+class SchemeSettings:
+    """Everything configured for one scheme, read at once: what a backend
+    plugin's credential resolution starts from.
+
+    ``method`` is ``"default"`` when nothing is configured; ``values`` are the
+    credential values, secrets included (for the plugin's data path only: the
+    repr leaves them out and the object refuses to pickle); ``endpoint`` is
+    the URL from :func:`configure_endpoint`, or None."""
+
+    scheme: str
+    method: str
+    values: Mapping[str, Any] = dataclasses.field(repr=False)
+    endpoint: str | None
+
+    @property
+    def plain_http(self) -> bool:
+        """Whether the configured endpoint says plain HTTP (never assumed otherwise)."""
+        return self.endpoint is not None and self.endpoint.startswith("http://")
+
+    def unsupported_method(self) -> InvalidArgumentError:
+        """The error for a credentials method the plugin does not implement."""
+        return InvalidArgumentError(f"{self.scheme}:// does not support credentials method {self.method!r}")
+
+    def __reduce__(self) -> Any:
+        raise TypeError("dataio SchemeSettings cannot be pickled (they would carry secrets)")
+
+
+def get_settings(scheme: str) -> SchemeSettings:
+    """The credentials method and values and the endpoint of ``scheme``, read
+    together (so a concurrent ``configure_*`` call cannot mix old and new)."""
+    scheme = _norm_scheme(scheme)
+    with _lock:
+        creds = _credentials.get(scheme)
+        endpoint = _endpoints.get(scheme)
+    if creds is None:
+        return SchemeSettings(scheme, "default", {}, endpoint)
+    return SchemeSettings(scheme, creds.method, creds.as_dict(), endpoint)
 
 
 def reset(scheme: str | None = None) -> None:

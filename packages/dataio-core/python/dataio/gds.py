@@ -1,7 +1,9 @@
 """Device placement and GPUDirect Storage status.
 
-The GPU paths live in the ``dataio-gds`` plugin; this module reports what is
-available and refuses device requests clearly where CUDA is absent.
+The GPU paths live in a plugin (``dataio-gds``) that registers a device
+reader for ``"cuda"`` through the ``dataio_register_device_readers`` hook;
+this module finds it through the plugin registry only, reports what is
+available, and refuses device requests clearly where CUDA is absent.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .errors import InvalidArgumentError, UnsupportedOperationError
+from .hookspecs import DeviceReader
 
 __all__ = ["gds_available", "gds_info", "require_cuda", "to_device"]
 
@@ -57,16 +60,16 @@ def gds_info() -> dict[str, Any]:
     cuda = _cuda_reason()
     if cuda is not None:
         reasons.append(cuda)
-    plugin = _plugin_module()
-    if plugin is None:
+    reader = _cuda_reader()
+    if reader is None:
         reasons.append("the dataio-gds plugin is not installed (pip install 'dataio[gds]')")
     return {
         "available": not reasons,
         "reason": "; ".join(reasons) if reasons else None,
         "cufile": cufile,
         "cuda_driver": driver,
-        # The path the last device read took: "gds", "staged", or None.
-        "path": getattr(getattr(plugin, "reader", None), "last_path", None) if plugin else None,
+        # The path the last device read took ("gds", "staged"), as the reader reports it; None before one.
+        "path": reader.info().get("path") if reader is not None else None,
     }
 
 
@@ -74,12 +77,10 @@ def gds_available() -> bool:
     return bool(gds_info()["available"])
 
 
-def _plugin_module() -> Any:
-    try:
-        import dataio_gds
-    except ImportError:
-        return None
-    return dataio_gds
+def _cuda_reader() -> DeviceReader | None:
+    from ._plugins import host
+
+    return host.device_reader("cuda")
 
 
 def read_tensor_to_device(f: Any, key: str, device: str) -> Any:
@@ -90,15 +91,16 @@ def read_tensor_to_device(f: Any, key: str, device: str) -> Any:
 
 
 def read_safetensors_to_device(files: list[str], framework: str, device: str) -> dict[str, Any]:
-    """Every tensor of ``files`` on ``device``: GPUDirect Storage through the
-    dataio-gds plugin when it reports itself available, else pinned host
-    staging with asynchronous copies (the path taken is in ``gds_info()``)."""
+    """Every tensor of ``files`` on ``device``: through the device reader a
+    plugin registered for CUDA (dataio-gds: GPUDirect Storage, or its own
+    staging; the path taken is in ``gds_info()``), else pinned host staging
+    with asynchronous copies."""
     require_cuda(device)
     if framework != "torch":
         raise InvalidArgumentError("device= placement needs framework='torch'")
-    plugin = _plugin_module()
-    if plugin is not None:
-        return plugin.read_into_device(files, device)
+    reader = _cuda_reader()
+    if reader is not None:
+        return reader.read_safetensors(files, device)
     from .formats.safetensors import SafetensorsFile
 
     out: dict[str, Any] = {}

@@ -7,17 +7,23 @@ published under the ``dataio`` entry-point group::
     mystore = "dataio_mystore.plugin"
 
 Plugins are loaded once, on first need (the first URI with an unknown scheme,
-the first plan that names an unknown op, the capability report), never at
+the first plan that names an unknown op, the capability report, the first
+device read, ``dataio.rdma``, a run naming an executor), never at
 ``import dataio``. Each hook receives a ``register`` callable; what a plugin
 registers is keyed by name, and two plugins registering the same name is an
 error that names both. The core registers its own local backend and native
 ops through these same hooks.
+
+This module, :mod:`dataio.plugins`, :mod:`dataio.testing` and the public
+names of :mod:`dataio` are the whole of what a plugin may use: the core never
+imports a plugin, and a plugin never imports a private (``_``-prefixed) core
+name. ``tests/test_boundaries.py`` holds both sides to it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any, Literal, Protocol
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import pluggy
 
@@ -27,9 +33,16 @@ __all__ = [
     "BackendRegistrar",
     "OpRegistrar",
     "CapabilityRegistrar",
+    "DeviceReader",
+    "DeviceReaderRegistrar",
+    "NamespaceRegistrar",
+    "ExecutorRegistrar",
     "dataio_register_backends",
     "dataio_register_ops",
     "dataio_register_capabilities",
+    "dataio_register_device_readers",
+    "dataio_register_namespaces",
+    "dataio_register_executors",
 ]
 
 PROJECT = "dataio"
@@ -82,6 +95,59 @@ class CapabilityRegistrar(Protocol):
         """
 
 
+@runtime_checkable
+class DeviceReader(Protocol):
+    """What a device-reader plugin registers: reads whole safetensors files
+    into the memory of an accelerator.
+
+    ``read_safetensors(files, device)`` gets the shard files of one checkpoint
+    (URIs, in order) and a device string such as ``"cuda:0"``, and returns
+    every tensor by name, on that device (torch tensors). It reads the files'
+    layout through :meth:`dataio.formats.safetensors.SafetensorsFile.layout`.
+
+    ``info()`` reports on the reader without doing any I/O: a mapping with at
+    least ``path``, the path the last read took (plugin-defined, e.g.
+    ``"gds"`` or ``"staged"``; ``None`` before the first read).
+    ``dataio.gds_info()`` shows it.
+    """
+
+    def read_safetensors(self, files: Sequence[str], device: str) -> dict[str, Any]: ...
+
+    def info(self) -> Mapping[str, Any]: ...
+
+
+class DeviceReaderRegistrar(Protocol):
+    def __call__(self, device_type: str, reader: DeviceReader, *, description: str = "") -> None:
+        """Declare that ``reader`` reads checkpoints onto ``device_type``
+        devices (the part of a device string before ``:``, e.g. ``"cuda"``).
+
+        ``reader`` must be cheap to build: it is created when plugins load;
+        load libraries on its first read, not before. Without a reader for a
+        device type, dataio stages through pinned host memory itself.
+        """
+
+
+class NamespaceRegistrar(Protocol):
+    def __call__(self, name: str, loader: Callable[[], object], *, description: str = "") -> None:
+        """Serve the public module ``dataio.<name>`` (e.g. ``dataio.rdma``).
+
+        The core keeps a thin module under that name whose attributes resolve,
+        on first use, to the attributes of the object ``loader()`` returns
+        (usually the plugin's own package). ``loader`` is called once, the
+        first time one of those names is used.
+        """
+
+
+class ExecutorRegistrar(Protocol):
+    def __call__(self, name: str, factory: Callable[[], Any], *, description: str = "") -> None:
+        """Declare an executor that ``run(executor=name)`` picks.
+
+        ``factory()`` is called for each run that names the executor and
+        returns an object implementing the executor contract of
+        :mod:`dataio.executor` (``start(job) -> EpochRun``).
+        """
+
+
 @hookspec
 def dataio_register_backends(register: BackendRegistrar) -> None:
     """Called once when plugins load; register URI-scheme backends."""
@@ -95,3 +161,21 @@ def dataio_register_ops(register: OpRegistrar) -> None:
 @hookspec
 def dataio_register_capabilities(register: CapabilityRegistrar) -> None:
     """Called when the capability report is built; register report rows."""
+
+
+@hookspec
+def dataio_register_device_readers(register: DeviceReaderRegistrar) -> None:
+    """Called once when plugins load; register readers that put checkpoints
+    on a device type (``read_safetensors(..., device="cuda:0")`` uses them)."""
+
+
+@hookspec
+def dataio_register_namespaces(register: NamespaceRegistrar) -> None:
+    """Called once when plugins load; register the object behind a public
+    ``dataio.<name>`` module the core forwards to (``dataio.rdma``)."""
+
+
+@hookspec
+def dataio_register_executors(register: ExecutorRegistrar) -> None:
+    """Called once when plugins load; register executors by name
+    (``run(executor="ray")``)."""

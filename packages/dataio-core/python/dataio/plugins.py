@@ -1,27 +1,44 @@
-"""Public access to the plugin registry.
+"""The public plugin API: the registry's contents, and the kit plugin
+authors build on.
 
 Most users never touch this: plugins are discovered from the ``dataio``
 entry-point group. Scripts and tests can register a backend directly with
 :func:`register_backend`; it goes through the same duplicate checks.
+
+For plugin authors: :class:`SchemeOptions` (per-scheme tuning options),
+:data:`OBJECT_STORE_TUNING` and :class:`ObjectStorePlugin` (the whole shell of
+a plugin on the shared object-store backend, so the plugin itself keeps only
+its credential resolution).
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
 import threading
 from collections.abc import Callable, Iterable, Mapping
+from types import ModuleType
 from typing import Any
 
-from ._plugins import BackendRegistration, OpSpec, PluginInfo, host
+from ._plugins import BackendRegistration, OpSpec, PluginInfo, Registration, host
+from .config import SchemeSettings, get_settings
+from .hookspecs import BackendRegistrar, CapabilityRegistrar, hookimpl
 
 __all__ = [
     "PluginInfo",
     "BackendRegistration",
     "OpSpec",
+    "Registration",
     "SchemeOptions",
     "OBJECT_STORE_TUNING",
+    "ObjectStorePlugin",
+    "CredentialRefresh",
     "list_plugins",
     "list_backends",
     "list_ops",
+    "list_device_readers",
+    "list_namespaces",
+    "list_executors",
     "register_backend",
     "plugin_manager",
 ]
@@ -42,6 +59,21 @@ def list_backends() -> dict[str, BackendRegistration]:
 def list_ops() -> dict[str, OpSpec]:
     """Registered pipeline ops (built-in native ones and plugins' Python ones)."""
     return host.ops()
+
+
+def list_device_readers() -> dict[str, Registration[Any]]:
+    """Device types (``"cuda"``) with a plugin's checkpoint reader (``value``), and the plugin."""
+    return host.device_readers()
+
+
+def list_namespaces() -> dict[str, Registration[Any]]:
+    """Public ``dataio.<name>`` modules a plugin serves (``rdma``; ``value`` is the loader), and the plugin."""
+    return host.namespaces()
+
+
+def list_executors() -> dict[str, Registration[Any]]:
+    """Executors plugins registered for ``run(executor=name)`` (``value`` is the factory), and the plugin of each."""
+    return host.executors()
 
 
 def register_backend(scheme: str, backend: object | Callable[[], object], *, plugin: str = RUNTIME) -> None:
@@ -106,6 +138,132 @@ class SchemeOptions:
         with self._lock:
             return dict(self._options.get(scheme, {}))
 
+    def reset(self, scheme: str) -> None:
+        """Forget every option of ``scheme`` (the next use builds a backend without them)."""
+        from . import _native
+
+        scheme = scheme.lower().removesuffix("://")
+        with self._lock:
+            self._options.pop(scheme, None)
+        _native.unregister_backend(scheme)
+
     def native(self, scheme: str) -> dict[str, Any]:
         """The options as the native side reads them (durations as ``"30s"``)."""
         return {k: (f"{float(v)}s" if k in self.durations and isinstance(v, (int, float)) and not isinstance(v, bool) else v) for k, v in self.options(scheme).items()}
+
+
+#: A callback the native object-store backend calls for fresh credentials
+#: shortly before the current ones expire: returns the keys the backend reads
+#: (``key_id``/``secret_key``/``token`` or ``bearer``) and ``expires_at``
+#: (a Unix time, or None for credentials that do not expire).
+CredentialRefresh = Callable[[], dict[str, Any]]
+
+#: A plugin's credential resolution: from the scheme's configured settings to
+#: the native backend's options and an optional refresh callback.
+CredentialResolver = Callable[[SchemeSettings], tuple[dict[str, Any], CredentialRefresh | None]]
+
+
+class ObjectStorePlugin:
+    """The shell of a backend plugin on the shared object-store backend
+    (``crates/dataio-objstore``): registers its schemes, its row of the
+    capability report and its tuning options. The plugin supplies what is
+    its own: the schemes, its native module (whose
+    ``backend(scheme, options, refresh)`` builds the capsule), its credential
+    resolution and any tuning keys beyond :data:`OBJECT_STORE_TUNING`.
+
+    The plugin's entry-point module declares it and exposes its hooks::
+
+        PLUGIN = ObjectStorePlugin(
+            "dataio-mystore", __version__,
+            schemes={"my": "My object store"},
+            native_module="dataio_mystore._native",
+            resolve=_credentials.resolve,
+        )
+        dataio_register_backends = PLUGIN.dataio_register_backends
+        dataio_register_capabilities = PLUGIN.dataio_register_capabilities
+
+    ``resolve(settings)`` gets the scheme's :class:`dataio.config.SchemeSettings`
+    and returns ``(options, refresh)``: the native backend's options (region,
+    static keys, ...) and a :data:`CredentialRefresh` or None. With
+    ``endpoint_option`` set, the shell passes a configured endpoint itself,
+    under that option name, with ``allow_http`` only when the endpoint is
+    ``http://`` (a plugin whose endpoint may come from elsewhere, such as a
+    connection string, leaves it None and does this in ``resolve``). The
+    tuning options set with :meth:`configure` are added last. The report row
+    never shows a secret: per scheme, only the credentials method and the
+    endpoint (which holds none)."""
+
+    def __init__(
+        self,
+        package: str,
+        version: str,
+        *,
+        schemes: Mapping[str, str],
+        native_module: str,
+        resolve: CredentialResolver,
+        endpoint_option: str | None = None,
+        tuning: Mapping[str, str] | None = None,
+    ) -> None:
+        if not schemes:
+            raise ValueError(f"{package}: an object-store plugin serves at least one scheme")
+        self.package = package
+        self.version = version
+        self.schemes = dict(schemes)
+        #: Keys :meth:`configure` accepts, with what they mean.
+        self.tuning = {**OBJECT_STORE_TUNING, **(tuning or {})}
+        self._native_module = native_module
+        self._resolve = resolve
+        self._endpoint_option = endpoint_option
+        self._options = SchemeOptions(package, self.tuning, durations=("timeout", "connect_timeout"))
+
+    def configure(self, scheme: str | None = None, **options: Any) -> dict[str, Any]:
+        """Set tuning options (see ``tuning``) for ``scheme``, by default the
+        plugin's first; they take effect on the next use of the scheme. A
+        value of None removes an option. Returns the scheme's options now."""
+        return self._options.configure(scheme or next(iter(self.schemes)), **options)
+
+    def reset(self, scheme: str | None = None) -> None:
+        """Forget the tuning options of ``scheme`` (by default the first scheme)."""
+        self._options.reset(scheme or next(iter(self.schemes)))
+
+    def _native(self) -> ModuleType:
+        # Imported on first use, not when plugins load: listing plugins or
+        # building the report must not need the native library.
+        return importlib.import_module(self._native_module)
+
+    def backend_options(self, scheme: str) -> tuple[dict[str, Any], CredentialRefresh | None]:
+        """The options and refresh callback the native backend of ``scheme`` is built with."""
+        settings = get_settings(scheme)
+        options: dict[str, Any] = {}
+        if self._endpoint_option is not None and settings.endpoint is not None:
+            options[self._endpoint_option] = settings.endpoint
+            options["allow_http"] = settings.plain_http  # plain HTTP only when the endpoint says so
+        resolved, refresh = self._resolve(settings)
+        options.update(resolved)
+        options.update(self._options.native(scheme))
+        return options, refresh
+
+    def make_backend(self, scheme: str) -> object:
+        """The native backend for ``scheme``, as a ``dataio.backend.v1`` capsule."""
+        options, refresh = self.backend_options(scheme)
+        return self._native().backend(scheme, options, refresh)
+
+    def report(self) -> Mapping[str, Any]:
+        """The plugin's row of the capability report (no secrets: methods and endpoints only)."""
+        parts = [f"native object_store data path ({self._native().__name__} {self.version})"]
+        for scheme in self.schemes:
+            settings = get_settings(scheme)
+            parts.append(f"{scheme}: credentials {settings.method}" + (f", endpoint {settings.endpoint}" if settings.endpoint else ""))
+        return {"status": "ok", "detail": "; ".join(parts), "schemes": list(self.schemes)}
+
+    @hookimpl
+    def dataio_register_backends(self, register: BackendRegistrar) -> None:
+        for scheme, description in self.schemes.items():
+            register(scheme, functools.partial(self.make_backend, scheme), description=description)
+
+    @hookimpl
+    def dataio_register_capabilities(self, register: CapabilityRegistrar) -> None:
+        register(self.package, self.report)
+
+    def __repr__(self) -> str:
+        return f"<dataio.plugins.ObjectStorePlugin {self.package} {', '.join(s + '://' for s in self.schemes)}>"

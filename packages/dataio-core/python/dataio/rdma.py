@@ -1,63 +1,53 @@
 """``dataio.rdma``: one-sided RDMA over libfabric, served by the
 ``dataio-rdma`` plugin (``pip install 'dataio[rdma]'``).
 
-This module only forwards: the names below resolve, on first use, to the
-plugin's (``dataio_rdma``). Importing it never fails; using it without the
-plugin raises an ImportError that says what to install.
+This module only forwards: the names below resolve, on first use, to those
+of the object the plugin registered as the ``rdma`` namespace (the
+``dataio_register_namespaces`` hook; dataio-rdma registers its package).
+The core never imports the plugin itself. Importing this module never fails;
+using it without the plugin raises an ImportError that says what to install.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
-if TYPE_CHECKING:  # type checkers see the plugin's names; at run time they resolve lazily
-    from dataio_rdma import (  # type: ignore[import-not-found, unused-ignore]
-        DEFAULT_CHUNK_SIZE,
-        DEFAULT_MAX_INFLIGHT,
-        Client,
-        RdmaDisconnectedError,
-        RdmaUnavailableError,
-        Server,
-        available,
-        connect,
-        diagnose,
-        info,
-        read,
-        read_into,
-        serve,
-        serve_file,
-        write,
-    )
+# The API the plugin provides, declared (not defined) for type checkers and
+# linters: annotations bind no value, so each name still reaches
+# ``__getattr__`` below on first use. Signatures are the plugin's.
+DEFAULT_CHUNK_SIZE: int
+DEFAULT_MAX_INFLIGHT: int
+Client: type[Any]
+Server: type[Any]
+RdmaDisconnectedError: type[Exception]
+RdmaUnavailableError: type[Exception]
+available: Callable[[], bool]
+connect: Callable[..., Any]
+diagnose: Callable[[], dict[str, Any]]
+info: Callable[[], dict[str, Any]]
+read: Callable[..., bytes]
+read_into: Callable[..., int]
+serve: Callable[..., Any]
+serve_file: Callable[..., Any]
+write: Callable[..., int]
 
-__all__ = [
-    "DEFAULT_CHUNK_SIZE",
-    "DEFAULT_MAX_INFLIGHT",
-    "Client",
-    "RdmaDisconnectedError",
-    "RdmaUnavailableError",
-    "Server",
-    "available",
-    "connect",
-    "diagnose",
-    "info",
-    "read",
-    "read_into",
-    "serve",
-    "serve_file",
-    "write",
-]
+#: Exactly the names declared above (the plugin's tests check that they are its API).
+__all__ = sorted(__annotations__)
+
+NAMESPACE = "rdma"
 
 
 def _plugin() -> Any:
-    try:
-        return importlib.import_module("dataio_rdma")
-    except ImportError as e:
-        if e.name not in ("dataio_rdma", None):
-            raise  # the plugin is there but broken: show the real error
+    from ._plugins import host
+
+    api = host.namespace(NAMESPACE)
+    if api is None:
+        # A plugin that is installed but failed to load is named with its error.
         raise ImportError(
-            "dataio.rdma needs the dataio-rdma plugin: pip install 'dataio[rdma]'", name="dataio_rdma"
-        ) from e
+            "dataio.rdma needs the dataio-rdma plugin: pip install 'dataio[rdma]'" + host.failed_note(), name="dataio_rdma"
+        )
+    return api
 
 
 def __getattr__(name: str) -> Any:

@@ -1,5 +1,5 @@
-"""The backend conformance suite, shipped so every backend plugin can run it
-against its own server.
+"""The conformance suites, shipped so every plugin can run them against its
+own server.
 
 Subclass :class:`BackendConformance` in a test module and give it a
 ``base_uri`` fixture returning an empty, writable prefix ending in ``/``::
@@ -12,9 +12,21 @@ Subclass :class:`BackendConformance` in a test module and give it a
         def base_uri(self, my_server):
             return f"mystore://bucket/{uuid.uuid4().hex}/"
 
-A test is skipped only when the backend *declares* it cannot do the thing
-(its capabilities lack ``write``, ``delete``, ``list`` or ``ranged_read``);
-the skip message says so.
+The other suites follow the same pattern: :class:`PluginConformance` (the
+plugin is found through its entry point and reports honestly: class
+attributes, no fixture), :class:`FormatsConformance` (the format helpers
+and the image pipeline on the plugin's scheme: a ``root`` fixture) and
+:class:`ObjectStoreConformance` (typed errors, secrets kept out of every
+message, tuning options: for plugins built on
+:class:`dataio.plugins.ObjectStorePlugin`).
+
+One skip policy everywhere: a test is skipped only when the backend
+*declares* it cannot do the thing (its capabilities lack ``write``,
+``delete``, ``list`` or ``ranged_read``), or when hardware is absent (a GPU,
+an RDMA NIC), and the skip message says so. A test dependency or emulator the
+package declares is required: :func:`require` imports one and fails the test
+when it is missing, since a missing one is a broken environment, not a
+reason to pass.
 
 :class:`PythonBackend` documents the methods a pure-Python backend provides.
 """
@@ -22,14 +34,17 @@ the skip message says so.
 from __future__ import annotations
 
 import gzip
+import importlib
+import importlib.metadata
 import importlib.util
 import io
 import json
 import os
 import tarfile
-from collections.abc import Iterable
+import uuid
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import pytest
 
@@ -38,7 +53,57 @@ from dataio import _native
 from dataio import cond as c
 from dataio.errors import OutOfRangeError
 
-__all__ = ["BackendConformance", "FormatsConformance", "PythonBackend", "PythonWriter"]
+if TYPE_CHECKING:
+    from dataio.plugins import ObjectStorePlugin
+
+__all__ = [
+    "BackendConformance",
+    "FormatsConformance",
+    "ObjectStoreConformance",
+    "PluginConformance",
+    "PythonBackend",
+    "PythonWriter",
+    "QUICK_RETRIES",
+    "assert_no_secret",
+    "pipeline_images",
+    "require",
+]
+
+
+def require(module: str, why: str = "") -> Any:
+    """Imports ``module``, a test dependency the package declares (its test
+    group, the core's test group). When it is missing the test fails, saying
+    what to install: only absent hardware may skip a test, never a missing
+    dependency or emulator."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        reason = f" ({why})" if why else ""
+        pytest.fail(
+            f"{module} is a declared test dependency{reason} but cannot be imported: {exc}; "
+            "install the package's test group (noxfile.py does)",
+            pytrace=False,
+        )
+
+
+#: Tuning for tests against an emulator that fails on purpose: a few quick
+#: retries, so a test of a failing server takes seconds, not minutes.
+QUICK_RETRIES: dict[str, Any] = {"max_retries": 2, "retry_timeout": 10, "backoff_initial": 0.05, "backoff_max": 0.2}
+
+
+def assert_no_secret(secrets: Iterable[str], *things: object) -> None:
+    """Asserts that no secret shows in the str or repr of any of ``things``
+    (for an exception, of its cause and context too)."""
+    texts = []
+    for thing in things:
+        texts += [str(thing), repr(thing)]
+        if isinstance(thing, BaseException):
+            for linked in (thing.__cause__, thing.__context__):
+                if linked is not None:
+                    texts += [str(linked), repr(linked)]
+    for secret in secrets:
+        for text in texts:
+            assert secret not in text, "a secret shows in a message or repr"
 
 
 @runtime_checkable
@@ -124,7 +189,7 @@ class BackendConformance:
 
     def test_any_buffer_can_be_written(self, base_uri: str, caps: set[str]) -> None:
         self.need(caps, "write")
-        np = pytest.importorskip("numpy")
+        np = require("numpy")
         arr = np.arange(100, dtype=np.float32)
         dataio.write(base_uri + "arr", arr)
         dataio.write(base_uri + "mv", memoryview(b"view"))
@@ -207,7 +272,7 @@ class BackendConformance:
         n = dataio.fetch_into(uri, buf)
         assert n == len(data)
         assert bytes(buf[:n]) == data
-        np = pytest.importorskip("numpy")
+        np = require("numpy")
         arr = np.zeros(len(data), dtype=np.uint8)
         assert dataio.fetch_into(uri, arr) == len(data)
         assert arr.tobytes() == data
@@ -337,10 +402,11 @@ class BackendConformance:
 # -- formats over a backend ----------------------------------------------------
 #
 # The format helpers end to end on any scheme: the same checks every cloud
-# plugin runs against its emulator. Needs torch and pyarrow (test extras).
+# plugin runs against its emulator. Needs torch, pyarrow, safetensors and
+# pillow (the core's test group).
 
 def _formats_state_dict() -> dict[str, Any]:
-    torch = pytest.importorskip("torch")
+    torch = require("torch")
     g = torch.Generator().manual_seed(6)
     return {
         "embed.weight": torch.randn(257, 64, generator=g),  # 65.8 KB: a shard of its own
@@ -394,7 +460,7 @@ def _check_sharded_checkpoint(root: str, tmp_path: Path) -> None:
             assert np_remote[k].dtype == np_local[k].dtype and np_remote[k].shape == np_local[k].shape, k
             assert np_remote[k].tobytes() == np_local[k].tobytes(), k
     # an independent reader agrees on every shard
-    st = pytest.importorskip("safetensors.torch")
+    st = require("safetensors.torch")
     merged: dict[str, Any] = {}
     for rf in remote_files[:-1]:
         merged.update(st.load(dataio.read(rf)))
@@ -423,7 +489,7 @@ def _check_get_slice(root: str) -> None:
 
 
 def _parquet_tables() -> list[Any]:
-    pa = pytest.importorskip("pyarrow")
+    pa = require("pyarrow")
     out = []
     for part in range(3):
         n = 300 + 50 * part
@@ -438,7 +504,7 @@ def _parquet_tables() -> list[Any]:
 
 
 def _check_glob_and_read_parquet(root: str, tmp_path: Path) -> None:
-    pq = pytest.importorskip("pyarrow.parquet")
+    pq = require("pyarrow.parquet")
     layout = ["data/part-0.parquet", "data/2024/part-1.parquet", "data/2024/01/part-2.parquet"]
     others = ["data/README.md", "data/2024/part-1.parquet.crc", "other/x.parquet"]
     local = tmp_path / "pq"
@@ -467,9 +533,60 @@ def _check_glob_and_read_parquet(root: str, tmp_path: Path) -> None:
         assert len(rows) == want.num_rows and rows[5] == {"id": want["id"][5].as_py(), "tags": want["tags"][5].as_py()}
 
 
+def _jpegs(count: int) -> list[bytes]:
+    np = require("numpy")
+    image = require("PIL.Image")
+    rng = np.random.default_rng(1)
+    out = []
+    for i in range(count):
+        pixels = rng.integers(0, 255, (40 + 5 * i, 64 - 2 * i, 3), dtype=np.uint8)
+        buf = io.BytesIO()
+        image.fromarray(pixels).save(buf, format="JPEG", quality=85)
+        out.append(buf.getvalue())
+    return out
+
+
+def pipeline_images(records: Sequence[dict[str, str]]) -> tuple[list[str], Any]:
+    """Runs the image pipeline the conformance suites use (decode, resize the
+    short side to 32, center-crop 32x32, normalize, batches of 5) over
+    ``records`` (``key`` and ``image`` URI) and returns the keys and the
+    images as one numpy array, in delivery order."""
+    torch = require("torch")
+    pipe = dataio.pipeline(
+        dataio.slot("image").decode_image(mode="rgb").resize_short(32).center_crop(h=32, w=32).normalize("imagenet"),
+        dataio.batch(5),
+    )
+    keys: list[str] = []
+    tensors = []
+    with pipe.bind(list(records)).run("torch", concurrency=8) as loader:
+        for batch in loader:
+            keys.extend(batch.keys)
+            tensors.append(batch["image"].clone())
+    return keys, torch.cat(tensors).numpy()
+
+
+def _check_image_pipeline(root: str, tmp_path: Path) -> None:
+    np = require("numpy")
+    prefix = f"{root}/images"
+    local, remote = [], []
+    for i, data in enumerate(_jpegs(12)):
+        path = tmp_path / f"{i:02d}.jpg"
+        path.write_bytes(data)
+        dataio.write(f"{prefix}/{i:02d}.jpg", data)
+        local.append({"key": f"k{i}", "image": str(path)})
+        remote.append({"key": f"k{i}", "image": f"{prefix}/{i:02d}.jpg"})
+    assert dataio.glob(prefix + "/*.jpg") == [r["image"] for r in remote]
+    assert dataio.glob(root + "/**/*.jpg") == [r["image"] for r in remote]
+    keys_local, from_local = pipeline_images(local)
+    keys_remote, from_remote = pipeline_images(remote)
+    assert keys_remote == keys_local == [r["key"] for r in remote]
+    assert from_remote.shape == (12, 3, 32, 32)
+    np.testing.assert_array_equal(from_remote, from_local)
+
 
 class FormatsConformance:
-    """Safetensors checkpoints, ``get_slice`` and parquet on a backend.
+    """Safetensors checkpoints, ``get_slice``, parquet and the image pipeline
+    on a backend.
 
     Subclass and give a ``root`` fixture returning an empty, writable prefix
     (no trailing slash), e.g. ``f"s3://{bucket}/{uuid.uuid4().hex}"``."""
@@ -490,3 +607,186 @@ class FormatsConformance:
     def test_a_missing_checkpoint_is_file_not_found(self, root: str) -> None:
         with pytest.raises(FileNotFoundError, match="nothing-here"):
             dataio.read_safetensors(f"{root}/nothing-here")
+
+    def test_the_image_pipeline_reads_remote_uris_like_local_files(self, root: str, tmp_path: Path) -> None:
+        _check_image_pipeline(root, tmp_path)
+
+    def test_a_missing_image_in_a_pipeline_is_a_row_error_naming_the_uri(self, root: str) -> None:
+        uri = f"{root}/missing.jpg"
+        pipe = dataio.pipeline(dataio.slot("image").decode_image(mode="rgb").resize(h=8, w=8), dataio.batch(1))
+        with pytest.raises(dataio.errors.DataioError) as info:
+            with pipe.bind([{"key": "m", "image": uri}]).run("torch") as loader:
+                list(loader)
+        assert uri in str(info.value)
+
+
+# -- how a plugin presents itself ------------------------------------------------
+
+
+class PluginConformance:
+    """A plugin is found through its entry point, registers what it declares
+    under its own name, and reports itself honestly. Set the class
+    attributes; no fixture is needed.
+
+    ``entry_point`` is the name under ``[project.entry-points.dataio]``,
+    ``package`` the distribution (also its report row's name); ``schemes``,
+    ``device_types`` and ``namespaces`` are what it registers. Override
+    :meth:`expected_status` where the status depends on the host (a plugin
+    for hardware reports ``"unavailable"``, with the reason, without it)."""
+
+    entry_point: str
+    package: str
+    schemes: Sequence[str] = ()
+    device_types: Sequence[str] = ()
+    namespaces: Sequence[str] = ()
+
+    def expected_status(self) -> str:
+        return "ok"
+
+    def _row(self) -> dict[str, Any]:
+        from dataio.capabilities import report
+
+        rows = [p for p in report()["plugins"] if p["name"] == self.package]
+        assert len(rows) == 1, f"{self.package} must have exactly one row in the capability report, has {len(rows)}"
+        return rows[0]
+
+    def test_registered_through_the_entry_point(self) -> None:
+        from dataio.plugins import list_plugins
+
+        info = {p.name: p for p in list_plugins()}[self.entry_point]
+        assert info.status == "loaded", info.detail
+        assert info.package == self.package
+        assert info.version == importlib.metadata.version(self.package)
+
+    def test_registers_what_it_declares_under_its_own_name(self) -> None:
+        from dataio.plugins import list_backends, list_device_readers, list_namespaces
+
+        for registered, declared in (
+            (list_backends(), self.schemes),
+            (list_device_readers(), self.device_types),
+            (list_namespaces(), self.namespaces),
+        ):
+            mine = sorted(name for name, reg in registered.items() if reg.plugin == self.entry_point)
+            assert mine == sorted(declared)
+
+    def test_reports_its_row(self) -> None:
+        row = self._row()
+        assert row["status"] == self.expected_status(), row
+        assert row["schemes"] == list(self.schemes)
+        if row["status"] != "ok":
+            assert row["detail"], "a plugin that is not ok must say why"
+
+
+# -- plugins on the shared object-store backend ---------------------------------------
+
+
+class ObjectStoreConformance(BackendConformance, FormatsConformance):
+    """What every plugin built on :class:`dataio.plugins.ObjectStorePlugin`
+    shows against its emulator: the backend and formats suites (under
+    ``root``), a native backend, typed errors that name scheme, bucket and
+    key, secrets in no message, repr or report row, credentials the store
+    refuses as ``PermissionError``, and checked tuning options.
+
+    Set the class attributes ``plugin`` (the plugin's ``ObjectStorePlugin``),
+    ``credentials`` (keyword arguments for
+    ``dataio.configure_credentials(scheme, ...)`` that the emulator accepts)
+    and ``secrets`` (the strings among them that must never show), and give
+    two fixtures:
+
+    * ``root`` — an empty prefix in an existing bucket (no trailing slash),
+      with the emulator configured;
+    * ``refused_credentials`` — ``(root, secrets)``: a prefix on a server
+      that checks credentials, with credentials it refuses configured.
+    """
+
+    plugin: ObjectStorePlugin
+    credentials: dict[str, Any]
+    secrets: Sequence[str]
+
+    @pytest.fixture
+    def root(self) -> str:  # pragma: no cover - subclasses override
+        raise pytest.UsageError("define a root fixture returning an empty prefix in an existing bucket")
+
+    @pytest.fixture
+    def base_uri(self, root: str) -> str:
+        return root + "/"
+
+    @staticmethod
+    def _split(root: str) -> tuple[str, str]:
+        scheme, rest = root.split("://", 1)
+        return scheme, rest.split("/", 1)[0].split("@", 1)[0]
+
+    @pytest.fixture
+    def accepted(self, root: str) -> tuple[str, str, Sequence[str]]:
+        """``(scheme, bucket, secrets)`` with the accepted credentials configured."""
+        scheme, bucket = self._split(root)
+        dataio.configure_credentials(scheme, **self.credentials)
+        return scheme, bucket, self.secrets
+
+    def test_the_backend_is_native(self, root: str) -> None:
+        name, caps = _native.backend_info(root + "/x")
+        assert name == self.plugin.package
+        assert {"write", "streaming_write", "delete", "list", "glob", "ranged_read"} <= set(caps)
+
+    def test_a_missing_key_is_file_not_found_naming_scheme_bucket_and_key(
+        self, root: str, accepted: tuple[str, str, Sequence[str]]
+    ) -> None:
+        scheme, bucket, secrets = accepted
+        uri = f"{root}/no/such/key.bin"
+        for call in (dataio.head, dataio.read, lambda u: dataio.fetch_into(u, bytearray(10)), dataio.delete):
+            with pytest.raises(FileNotFoundError) as info:
+                call(uri)
+            assert isinstance(info.value, dataio.errors.NotFoundError)
+            message = str(info.value)
+            assert f"{scheme}://" in message and bucket in message and "no/such/key.bin" in message, message
+            assert_no_secret(secrets, info.value)
+        assert not dataio.exists(uri)
+
+    def test_a_missing_bucket_is_file_not_found_naming_the_bucket(self, accepted: tuple[str, str, Sequence[str]]) -> None:
+        scheme, _, secrets = accepted
+        bucket = f"dataio-no-such-bucket-{uuid.uuid4().hex[:8]}"
+        with pytest.raises(FileNotFoundError, match="no such") as info:
+            dataio.head(f"{scheme}://{bucket}/key.bin")
+        assert bucket in str(info.value)
+        assert_no_secret(secrets, info.value)
+        with pytest.raises(FileNotFoundError, match=bucket):
+            dataio.ls(f"{scheme}://{bucket}/")
+        with pytest.raises(FileNotFoundError):
+            dataio.write(f"{scheme}://{bucket}/key.bin", b"x")
+
+    def test_secrets_stay_out_of_reprs_and_the_capability_report(
+        self, root: str, accepted: tuple[str, str, Sequence[str]]
+    ) -> None:
+        from dataio.capabilities import report
+
+        scheme, _, secrets = accepted
+        uri = f"{root}/secret-check.bin"
+        dataio.write(uri, b"with the accepted credentials")  # they are the ones in use
+        assert dataio.read(uri) == b"with the accepted credentials"
+        settings = dataio.config.get_settings(scheme)
+        assert_no_secret(secrets, dataio.config.get_credentials(scheme), settings, report())
+        row = next(p for p in report()["plugins"] if p["name"] == self.plugin.package)
+        assert row["status"] == "ok" and f"{scheme}: credentials {settings.method}" in row["detail"]
+        if settings.endpoint is not None:
+            assert settings.endpoint in row["detail"]
+
+    def test_refused_credentials_are_permission_denied_without_the_secret(
+        self, refused_credentials: tuple[str, list[str]]
+    ) -> None:
+        root, secrets = refused_credentials
+        scheme, bucket = self._split(root)
+        for name, call in (("key.bin", dataio.read), ("out.bin", lambda u: dataio.write(u, b"data"))):
+            with pytest.raises(PermissionError) as info:
+                call(f"{root}/{name}")
+            assert isinstance(info.value, dataio.errors.AccessDeniedError)
+            assert bucket in str(info.value) and name in str(info.value), str(info.value)
+            assert_no_secret(secrets, info.value)
+        from dataio.capabilities import report
+
+        assert_no_secret(secrets, dataio.config.get_credentials(scheme), report())
+
+    def test_unknown_tuning_options_are_refused(self, root: str) -> None:
+        scheme, _ = self._split(root)
+        with pytest.raises(ValueError, match=f"unknown {self.plugin.package} options"):
+            self.plugin.configure(scheme, retries=3)
+        assert "retries" not in self.plugin.configure(scheme)

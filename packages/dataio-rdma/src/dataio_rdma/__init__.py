@@ -11,6 +11,7 @@ needed, so importing this package never fails for its absence; ``available()``,
 ``info()`` and ``diagnose()`` say what the host offers.
 """
 
+from . import _api
 from ._api import (
     DEFAULT_CHUNK_SIZE,
     DEFAULT_MAX_INFLIGHT,
@@ -29,21 +30,4 @@ from ._api import (
 from .errors import RdmaDisconnectedError, RdmaUnavailableError
 
 __version__ = "0.1.0"
-__all__ = [
-    "DEFAULT_CHUNK_SIZE",
-    "DEFAULT_MAX_INFLIGHT",
-    "Client",
-    "RdmaDisconnectedError",
-    "RdmaUnavailableError",
-    "Server",
-    "__version__",
-    "available",
-    "connect",
-    "diagnose",
-    "info",
-    "read",
-    "read_into",
-    "serve",
-    "serve_file",
-    "write",
-]
+__all__ = ["__version__", "RdmaDisconnectedError", "RdmaUnavailableError", *_api.__all__]

@@ -15,12 +15,14 @@ way the Hugging Face ecosystem does (``model-00001-of-00003.safetensors`` and
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
 import struct
 import threading
 from collections.abc import Iterator, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from .. import _native
@@ -28,7 +30,17 @@ from .. import uri as _uri
 from ..errors import CorruptDataError, InvalidArgumentError, NotFoundError
 from ..io import exists, fetch_into, glob, head, read, writer
 
-__all__ = ["write_safetensors", "read_safetensors", "open_safetensors", "SafetensorsFile", "parse_size"]
+__all__ = [
+    "write_safetensors",
+    "read_safetensors",
+    "open_safetensors",
+    "SafetensorsFile",
+    "SafetensorsLayout",
+    "TensorLayout",
+    "SafetensorsDType",
+    "SAFETENSORS_DTYPES",
+    "parse_size",
+]
 
 MAX_HEADER = 100_000_000
 INDEX_NAME = "model.safetensors.index.json"
@@ -54,6 +66,32 @@ DTYPES: dict[str, tuple[int, str | None, str]] = {
     "U64": (8, "uint64", "uint64"),
 }
 _RAW = {1: "uint8", 2: "uint16"}
+
+
+@dataclasses.dataclass(frozen=True)
+class SafetensorsDType:
+    """One dtype of the safetensors format: its name in headers (``"BF16"``),
+    its size in bytes, and what it reads as: ``numpy_name`` (None where numpy
+    has no such dtype: BF16 and the F8 types, which ``ml_dtypes`` provides)
+    and ``torch_name`` (an attribute of ``torch``)."""
+
+    name: str
+    itemsize: int
+    numpy_name: str | None
+    torch_name: str
+
+    def torch_dtype(self) -> Any:
+        """The ``torch.dtype`` (imports torch)."""
+        import torch
+
+        return getattr(torch, self.torch_name)
+
+
+#: Every safetensors dtype by its header name: the public view of the table
+#: the reader and writer use.
+SAFETENSORS_DTYPES: Mapping[str, SafetensorsDType] = MappingProxyType(
+    {name: SafetensorsDType(name, size, numpy_name, torch_name) for name, (size, numpy_name, torch_name) in DTYPES.items()}
+)
 
 
 def parse_size(size: int | str) -> int:
@@ -82,6 +120,64 @@ class _Entry:
     @property
     def nbytes(self) -> int:
         return self.end - self.begin
+
+
+@dataclasses.dataclass(frozen=True)
+class TensorLayout:
+    """Where one tensor's bytes lie. ``begin`` and ``end`` are offsets into the
+    file's data section (add :attr:`SafetensorsLayout.data_offset` for file
+    offsets); the bytes are little-endian, C-contiguous."""
+
+    name: str
+    dtype: SafetensorsDType
+    shape: tuple[int, ...]
+    begin: int
+    end: int
+
+    @property
+    def nbytes(self) -> int:
+        return self.end - self.begin
+
+
+@dataclasses.dataclass(frozen=True)
+class SafetensorsLayout:
+    """The validated layout of one safetensors file: what a reader needs to
+    place its bytes itself (into device memory, over another transport)
+    without parsing the header again.
+
+    ``data_offset`` is where the data section begins in the file (8 + the
+    header's length) and ``data_size`` its length; ``local_path`` is the
+    file's path when it is on the local filesystem, else None; ``tensors``
+    maps names to :class:`TensorLayout` in header order."""
+
+    uri: str
+    size: int
+    data_offset: int
+    local_path: str | None
+    tensors: Mapping[str, TensorLayout]
+    metadata: Mapping[str, str]
+
+    @property
+    def data_size(self) -> int:
+        return self.size - self.data_offset
+
+    @classmethod
+    def from_header(cls, prefix: bytes, size: int, uri: str, local_path: str | None = None) -> SafetensorsLayout:
+        """Parses and validates a header fetched by other means: ``prefix`` is
+        the file's first bytes (at least 8 + the header's length), ``size`` the
+        whole file's size, ``uri`` what error messages name. Raises
+        :class:`dataio.errors.CorruptDataError` on any inconsistency."""
+        data_start, entries, meta = _parse_header(uri, prefix, size)
+        return _layout(uri, size, data_start, local_path, entries, meta)
+
+
+def _layout(
+    uri: str, size: int, data_start: int, local_path: str | None, entries: Mapping[str, _Entry], meta: Mapping[str, str]
+) -> SafetensorsLayout:
+    tensors = {
+        name: TensorLayout(name, SAFETENSORS_DTYPES[e.dtype], tuple(e.shape), e.begin, e.end) for name, e in entries.items()
+    }
+    return SafetensorsLayout(uri, size, data_start, local_path, MappingProxyType(tensors), MappingProxyType(dict(meta)))
 
 
 def _parse_header(uri: str, prefix: bytes, file_size: int) -> tuple[int, dict[str, _Entry], dict[str, str]]:
@@ -156,9 +252,7 @@ def _framework(framework: str) -> str:
 
 
 def _torch_dtype(dtype: str) -> Any:
-    import torch
-
-    return getattr(torch, DTYPES[dtype][2])
+    return SAFETENSORS_DTYPES[dtype].torch_dtype()
 
 
 def _numpy_dtype(dtype: str, uri: str) -> Any:
@@ -216,6 +310,12 @@ class SafetensorsFile:
             os.posix_fadvise(fd, self._data_start, self.size - self._data_start, os.POSIX_FADV_WILLNEED)
         finally:
             os.close(fd)
+
+    def layout(self) -> SafetensorsLayout:
+        """Where everything lies in the file (data offset, local path, each
+        tensor's dtype, shape and byte range), for readers that place the
+        bytes themselves, such as a device reader plugin."""
+        return _layout(self.uri, self.size, self._data_start, self._local, self._entries, self._meta)
 
     def keys(self) -> list[str]:
         return list(self._entries)
