@@ -3,8 +3,8 @@ and stopped by the tests, with its well-known development account.
 
 Azurite is looked up on PATH, then in ``<repo>/.cache/azurite`` (where
 noxfile.py installs it); when it is missing and npm is available the fixture
-installs it there itself (``npm install azurite@3``). The tests skip only
-when neither works."""
+installs it there itself (``npm install azurite@3``). When neither works the
+tests fail: the emulator is a declared test dependency, not hardware."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from pathlib import Path
 import dataio
 import dataio_azure
 import pytest
+from dataio.testing import QUICK_RETRIES
 
 ACCOUNT = "devstoreaccount1"
 # Azurite's published development key (not a secret; Azure documents it).
@@ -119,12 +120,12 @@ class Azurite:
 def configure(endpoint: str, **tuning: object) -> None:
     dataio.configure_endpoint("az", endpoint)
     dataio.configure_credentials("az", method="shared_key", account=ACCOUNT, account_key=KEY)
-    dataio_azure.configure("az", max_retries=2, retry_timeout=10, backoff_initial=0.05, backoff_max=0.2, **tuning)
+    dataio_azure.configure("az", **QUICK_RETRIES, **tuning)
 
 
 def unconfigure() -> None:
     dataio.config.reset("az")
-    dataio_azure.configure("az", **dict.fromkeys(dataio_azure._settings.TUNING))
+    dataio_azure.PLUGIN.reset("az")
 
 
 @pytest.fixture(scope="session")

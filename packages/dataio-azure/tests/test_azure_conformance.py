@@ -1,20 +1,19 @@
-"""dataio's backend conformance suite against Azurite, through the native
-backend (shared key), plus the ``container@account`` URI form."""
+"""Azurite through the native backend (shared key), against the core's
+conformance suites; the storage contract also with ``container@account``
+URIs."""
 
 from __future__ import annotations
 
+import base64
 import uuid
 
 import dataio
+import dataio_azure
 import pytest
-from conftest import ACCOUNT, Azurite
-from dataio.testing import BackendConformance
+from conftest import ACCOUNT, KEY, Azurite
+from dataio.testing import BackendConformance, ObjectStoreConformance, PluginConformance
 
-
-class TestAzureConformance(BackendConformance):
-    @pytest.fixture
-    def base_uri(self, az: tuple[Azurite, str]) -> str:
-        return f"az://{az[1]}/{uuid.uuid4().hex}/"
+WRONG_KEY = base64.b64encode(b"dataio-wrong-key-that-must-never-be-printed!!").decode()
 
 
 class TestAzureAccountInUri(BackendConformance):
@@ -23,6 +22,19 @@ class TestAzureAccountInUri(BackendConformance):
         return f"az://{az[1]}@{ACCOUNT}/{uuid.uuid4().hex}/"
 
 
-def test_the_backend_is_native(az: tuple[Azurite, str]) -> None:
-    name, caps = dataio._native.backend_info(f"az://{az[1]}/x")
-    assert name == "dataio-azure" and {"write", "delete", "list", "ranged_read"} <= set(caps)
+class TestAzureStore(ObjectStoreConformance):
+    plugin = dataio_azure.PLUGIN
+    credentials, secrets = {"method": "shared_key", "account": ACCOUNT, "account_key": KEY}, (KEY,)
+
+    @pytest.fixture
+    def root(self, az: tuple[Azurite, str]) -> str:
+        return f"az://{az[1]}/{uuid.uuid4().hex}"
+
+    @pytest.fixture
+    def refused_credentials(self, az: tuple[Azurite, str]) -> tuple[str, list[str]]:
+        dataio.configure_credentials("az", method="shared_key", account=ACCOUNT, account_key=WRONG_KEY)
+        return f"az://{az[1]}/{uuid.uuid4().hex}", [WRONG_KEY, KEY]
+
+
+class TestAzurePlugin(PluginConformance):
+    entry_point, package, schemes = "azure", "dataio-azure", ("az",)

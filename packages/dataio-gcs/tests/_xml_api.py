@@ -10,6 +10,10 @@ parts here until ``complete``, which stores the object with one PUT — so, as
 on GCS, nothing is visible before completion. Everything else passes through
 unchanged (except that a listing of a missing bucket answers 404
 NoSuchBucket, as GCS does, where the emulator fails with a 5xx).
+
+The emulator checks no credentials; with ``required_token`` set, the front
+does, as GCS would: a request without ``Authorization: Bearer <that token>``
+is answered 401 (the client must take that for refused credentials).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ class XmlApiFront:
         self.upstream = upstream_port
         self.uploads: dict[str, dict[int, bytes]] = {}
         self.completed = 0
+        self.required_token: str | None = None
         front = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -97,6 +102,9 @@ class XmlApiFront:
                 query = urllib.parse.parse_qs(url.query, keep_blank_values=True)
                 xml_object = not url.path.startswith(("/storage/", "/upload/", "/download/", "/_internal/"))
                 body = self._body() if self.command in ("PUT", "POST") else None
+                if front.required_token is not None and self.headers.get("Authorization") != f"Bearer {front.required_token}":
+                    error = b"<Error><Code>AuthenticationRequired</Code><Message>Invalid credentials.</Message></Error>"
+                    return self._reply(401, error, {"Content-Type": "application/xml"})
                 if xml_object and self.command == "POST" and "uploads" in query:
                     upload_id = uuid.uuid4().hex
                     front.uploads[upload_id] = {}

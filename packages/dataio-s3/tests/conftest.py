@@ -4,8 +4,12 @@ test can cut to play a server dying mid-request."""
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
+import sys
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -14,6 +18,7 @@ from typing import Any
 import dataio
 import dataio_s3
 import pytest
+from dataio.testing import QUICK_RETRIES, require
 
 ACCESS_KEY = "AKIADATAIOTESTKEY01"
 SECRET_KEY = "dataio-test-secret-do-not-print-0123456789"
@@ -29,7 +34,7 @@ class S3Server:
 
 @pytest.fixture(scope="session")
 def moto_server() -> Iterator[tuple[str, int]]:
-    server_mod = pytest.importorskip("moto.server", reason="moto[server] is not installed (pip install 'moto[server]')")
+    server_mod = require("moto.server", "moto[server], the S3 emulator")
     server = server_mod.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
@@ -48,7 +53,7 @@ def boto_client(endpoint: str) -> Any:
 def configure(scheme: str, endpoint: str, **tuning: Any) -> None:
     dataio.configure_endpoint(scheme, endpoint)
     dataio.configure_credentials(scheme, access_key_id=ACCESS_KEY, secret_access_key=SECRET_KEY)
-    dataio_s3.configure(scheme, max_retries=2, retry_timeout=10, backoff_initial=0.05, backoff_max=0.2, **tuning)
+    dataio_s3.configure(scheme, **QUICK_RETRIES, **tuning)
 
 
 @pytest.fixture(scope="session")
@@ -63,8 +68,44 @@ def s3(moto_server: tuple[str, int], _bucket: str) -> Iterator[S3Server]:
     endpoint, port = moto_server
     configure("s3", endpoint)
     yield S3Server(endpoint, port, _bucket, boto_client(endpoint))
-    dataio.config.reset("s3")
-    dataio_s3.configure("s3", **dict.fromkeys(dataio_s3._settings.TUNING))
+    unconfigure("s3")
+
+
+def unconfigure(scheme: str) -> None:
+    dataio.config.reset(scheme)
+    dataio_s3.PLUGIN.reset(scheme)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def authenticating_moto() -> Iterator[str]:
+    """A moto server in its own process with request authentication on: it
+    refuses keys it does not know, as AWS does."""
+    port = free_port()
+    env = {**os.environ, "INITIAL_NO_AUTH_ACTION_COUNT": "0"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        else:
+            pytest.fail("moto server did not start")
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 class CuttableProxy:

@@ -27,15 +27,13 @@ from __future__ import annotations
 
 import os
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Mapping
 from typing import Any
 
-import dataio.config
+from dataio.config import SchemeSettings
 from dataio.errors import InvalidArgumentError
+from dataio.plugins import CredentialRefresh as Refresh
 
-from . import _settings
-
-Refresh = Callable[[], dict[str, Any]]
 SCOPE = "https://storage.azure.com/.default"
 
 
@@ -52,7 +50,7 @@ def _identity_refresh(credential: Any) -> Refresh:
     return refresh
 
 
-def _apply_keys(scheme: str, values: dict[str, Any], options: dict[str, Any]) -> bool:
+def _apply_keys(scheme: str, values: Mapping[str, Any], options: dict[str, Any]) -> bool:
     """Static credentials from ``values``; True when some were found."""
     if values.get("account_key"):
         options["azure_storage_account_key"] = values["account_key"]
@@ -68,14 +66,12 @@ def _apply_keys(scheme: str, values: dict[str, Any], options: dict[str, Any]) ->
     return True
 
 
-def resolve(scheme: str) -> tuple[dict[str, Any], Refresh | None]:
-    creds = dataio.config.get_credentials(scheme)
-    endpoint = dataio.config.get_endpoint(scheme)
-    method = creds.method if creds is not None else "default"
-    values = creds.as_dict() if creds is not None else {}
+def resolve(settings: SchemeSettings) -> tuple[dict[str, Any], Refresh | None]:
+    """The native backend's options and token callback for az://."""
+    scheme, method, values = settings.scheme, settings.method, settings.values
     options: dict[str, Any] = {}
     conn = _parse_connection_string(os.environ.get("AZURE_STORAGE_CONNECTION_STRING", "")) if method == "default" else {}
-    endpoint = endpoint or conn.get("BlobEndpoint")
+    endpoint = settings.endpoint or conn.get("BlobEndpoint")
     account = values.get("account") or values.get("account_name") or os.environ.get("AZURE_STORAGE_ACCOUNT_NAME") or conn.get("AccountName")
     if endpoint:
         options["azure_storage_endpoint"] = endpoint.rstrip("/")
@@ -85,7 +81,6 @@ def resolve(scheme: str) -> tuple[dict[str, Any], Refresh | None]:
             account = segments[0]
     if account:
         options["azure_storage_account_name"] = account
-    options.update(_settings.native_options(scheme))
 
     refresh: Refresh | None = None
     if method == "anonymous":
@@ -118,5 +113,5 @@ def resolve(scheme: str) -> tuple[dict[str, Any], Refresh | None]:
                 raise InvalidArgumentError(f"{scheme}:// method='default' needs azure-identity (pip install 'dataio[azure]')") from exc
             refresh = _identity_refresh(DefaultAzureCredential())
     else:
-        raise InvalidArgumentError(f"{scheme}:// does not support credentials method {method!r}")
+        raise settings.unsupported_method()
     return options, refresh

@@ -1,49 +1,14 @@
-"""Entry-point module of dataio-azure: registers az:// and its report row."""
+"""Entry-point module of dataio-azure: az:// declared as an ObjectStorePlugin (credentials: _credentials.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from dataio.plugins import ObjectStorePlugin
 
-import dataio.config
-from dataio.hookspecs import BackendRegistrar, CapabilityRegistrar, hookimpl
-
-from . import __version__
+from . import __version__, _credentials
 
 SCHEMES = {"az": "Azure Blob Storage (az://container/path, az://container@account/path)"}
 
-
-def make_backend(scheme: str) -> object:
-    """The native backend for ``scheme``, as a ``dataio.backend.v1`` capsule."""
-    from . import _credentials, _native
-
-    options, refresh = _credentials.resolve(scheme)
-    return _native.backend(scheme, options, refresh)
-
-
-def _factory(scheme: str):  # type: ignore[no-untyped-def]
-    return lambda: make_backend(scheme)
-
-
-@hookimpl
-def dataio_register_backends(register: BackendRegistrar) -> None:
-    for scheme, description in SCHEMES.items():
-        register(scheme, _factory(scheme), description=description)
-
-
-def report() -> Mapping[str, Any]:
-    """Never shows a secret: only methods and endpoints (which hold none)."""
-    from . import _native
-
-    parts = [f"native object_store data path ({_native.__name__} {__version__})"]
-    for scheme in SCHEMES:
-        creds = dataio.config.get_credentials(scheme)
-        endpoint = dataio.config.get_endpoint(scheme)
-        method = creds.method if creds is not None else "default"
-        parts.append(f"{scheme}: credentials {method}" + (f", endpoint {endpoint}" if endpoint else ""))
-    return {"status": "ok", "detail": "; ".join(parts), "schemes": list(SCHEMES)}
-
-
-@hookimpl
-def dataio_register_capabilities(register: CapabilityRegistrar) -> None:
-    register("dataio-azure", report)
+PLUGIN = ObjectStorePlugin("dataio-azure", __version__, schemes=SCHEMES, native_module="dataio_azure._native",
+                           resolve=_credentials.resolve)  # the endpoint: _credentials.py (it may come from a connection string)
+dataio_register_backends = PLUGIN.dataio_register_backends
+dataio_register_capabilities = PLUGIN.dataio_register_capabilities

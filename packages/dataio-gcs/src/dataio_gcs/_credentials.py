@@ -15,16 +15,13 @@ the options the native backend takes.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import UTC
 from typing import Any
 
-import dataio.config
+from dataio.config import SchemeSettings
 from dataio.errors import AccessDeniedError, InvalidArgumentError
+from dataio.plugins import CredentialRefresh as Refresh
 
-from . import _settings
-
-Refresh = Callable[[], dict[str, Any]]
 SCOPES = ["https://www.googleapis.com/auth/devstorage.read_write"]
 
 
@@ -43,16 +40,11 @@ def _google_refresh(creds: Any) -> Refresh:
     return refresh
 
 
-def resolve(scheme: str) -> tuple[dict[str, Any], Refresh | None]:
-    creds = dataio.config.get_credentials(scheme)
-    endpoint = dataio.config.get_endpoint(scheme)
-    method = creds.method if creds is not None else "default"
-    values = creds.as_dict() if creds is not None else {}
+def resolve(settings: SchemeSettings) -> tuple[dict[str, Any], Refresh | None]:
+    """The native backend's credential options and token callback for gs://
+    (the plugin's shell adds the configured endpoint as ``google_base_url``)."""
+    scheme, method, values = settings.scheme, settings.method, settings.values
     options: dict[str, Any] = {}
-    if endpoint:
-        options["google_base_url"] = endpoint
-        options["allow_http"] = endpoint.startswith("http://")
-    options.update(_settings.native_options(scheme))
     refresh: Refresh | None = None
     if method == "anonymous":
         options["google_skip_signature"] = True
@@ -83,5 +75,5 @@ def resolve(scheme: str) -> tuple[dict[str, Any], Refresh | None]:
             ) from None
         refresh = _google_refresh(found)
     else:
-        raise InvalidArgumentError(f"{scheme}:// does not support credentials method {method!r}")
+        raise settings.unsupported_method()
     return options, refresh

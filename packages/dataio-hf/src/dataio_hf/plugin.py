@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import dataio.config
+from dataio.config import get_settings
 from dataio.errors import InvalidArgumentError
 from dataio.hookspecs import BackendRegistrar, CapabilityRegistrar, hookimpl
 
@@ -19,20 +19,19 @@ def make_backend() -> object:
     none. Endpoint: ``configure_endpoint("hf", url)``, else ``HF_ENDPOINT``."""
     from .backend import HfBackend
 
-    creds = dataio.config.get_credentials("hf")
-    method = creds.method if creds is not None else "default"
+    settings = get_settings("hf")
     token: str | bool | None
-    if method == "anonymous":
+    if settings.method == "anonymous":
         token = False
-    elif method in ("token", "explicit"):
-        token = creds.get("token") if creds is not None else None
+    elif settings.method in ("token", "explicit"):
+        token = settings.values.get("token")
         if not token:
             raise InvalidArgumentError("hf:// credentials need token=")
-    elif method == "default":
+    elif settings.method == "default":
         token = None
     else:
-        raise InvalidArgumentError(f"hf:// does not support credentials method {method!r}")
-    return HfBackend(dataio.config.get_endpoint("hf"), token)
+        raise settings.unsupported_method()
+    return HfBackend(settings.endpoint, token)
 
 
 @hookimpl
@@ -43,11 +42,10 @@ def dataio_register_backends(register: BackendRegistrar) -> None:
 def report() -> Mapping[str, Any]:
     from .backend import HfBackend  # noqa: F401 - checks huggingface_hub imports
 
-    creds = dataio.config.get_credentials("hf")
-    endpoint = dataio.config.get_endpoint("hf")
-    detail = f"huggingface_hub backend (dataio-hf {__version__}); credentials {creds.method if creds else 'default'}"
-    if endpoint:
-        detail += f", endpoint {endpoint}"
+    settings = get_settings("hf")
+    detail = f"huggingface_hub backend (dataio-hf {__version__}); credentials {settings.method}"
+    if settings.endpoint:
+        detail += f", endpoint {settings.endpoint}"
     return {"status": "ok", "detail": detail, "schemes": ["hf"]}
 
 

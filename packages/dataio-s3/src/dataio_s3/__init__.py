@@ -5,7 +5,14 @@ crate); this package resolves endpoints and credentials (botocore's default
 chain for ``method="default"``) and registers the ``s3`` and ``r2`` schemes.
 """
 
-from ._settings import configure
+__version__ = "0.1.0"  # before the import below: plugin.py reads it
 
-__version__ = "0.1.0"
-__all__ = ["__version__", "configure"]
+from .plugin import PLUGIN
+
+#: ``configure(scheme, **options)``: tuning options per scheme (retries,
+#: timeouts, multipart part size), taking effect on the next use of the scheme.
+configure = PLUGIN.configure
+#: The keys ``configure`` accepts, with what they mean.
+TUNING = PLUGIN.tuning
+
+__all__ = ["__version__", "configure", "TUNING"]

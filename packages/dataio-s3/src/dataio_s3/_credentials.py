@@ -18,18 +18,15 @@ does, as the options the native backend takes.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Mapping
 from typing import Any
 
-import dataio.config
+from dataio.config import SchemeSettings
 from dataio.errors import AccessDeniedError, InvalidArgumentError
-
-from . import _settings
-
-Refresh = Callable[[], dict[str, Any]]
+from dataio.plugins import CredentialRefresh as Refresh
 
 
-def _region(scheme: str, values: dict[str, Any], session: Any = None) -> str:
+def _region(scheme: str, values: Mapping[str, Any], session: Any = None) -> str:
     if values.get("region"):
         return str(values["region"])
     if scheme == "r2":
@@ -68,24 +65,17 @@ def _refresh_from(creds: Any) -> Refresh:
     return refresh
 
 
-def resolve(scheme: str) -> tuple[dict[str, Any], Refresh | None]:
-    """The native backend's options and credential callback for ``scheme``."""
-    creds = dataio.config.get_credentials(scheme)
-    endpoint = dataio.config.get_endpoint(scheme)
-    method = creds.method if creds is not None else "default"
-    values = creds.as_dict() if creds is not None else {}
-    options: dict[str, Any] = {}
-    if endpoint:
-        options["aws_endpoint"] = endpoint
-        # Plain HTTP only when the configured endpoint says so.
-        options["allow_http"] = endpoint.startswith("http://")
-    elif scheme == "r2":
+def resolve(settings: SchemeSettings) -> tuple[dict[str, Any], Refresh | None]:
+    """The native backend's credential options and callback for one scheme
+    (the plugin's shell adds the configured endpoint as ``aws_endpoint``)."""
+    scheme, method, values = settings.scheme, settings.method, settings.values
+    if settings.endpoint is None and scheme == "r2":
         raise InvalidArgumentError(
             "r2:// needs its endpoint: dataio.configure_endpoint('r2', 'https://<account>.r2.cloudflarestorage.com')"
         )
-    elif scheme != "s3":
+    if settings.endpoint is None and scheme != "s3":
         raise InvalidArgumentError(f"{scheme}:// needs an endpoint: dataio.configure_endpoint({scheme!r}, url)")
-    options.update(_settings.native_options(scheme))
+    options: dict[str, Any] = {}
 
     refresh: Refresh | None = None
     session = None
@@ -119,6 +109,6 @@ def resolve(scheme: str) -> tuple[dict[str, Any], Refresh | None]:
             )
         refresh = _refresh_from(found)
     else:
-        raise InvalidArgumentError(f"{scheme}:// does not support credentials method {method!r}")
+        raise settings.unsupported_method()
     options["aws_region"] = _region(scheme, values, session)
     return options, refresh

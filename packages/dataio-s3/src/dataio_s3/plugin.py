@@ -1,49 +1,15 @@
-"""Entry-point module of dataio-s3: registers s3:// and r2:// and its report row."""
+"""Entry-point module of dataio-s3: s3:// and r2:// declared as an ObjectStorePlugin (credentials: _credentials.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from dataio.plugins import ObjectStorePlugin
 
-import dataio.config
-from dataio.hookspecs import BackendRegistrar, CapabilityRegistrar, hookimpl
-
-from . import __version__
+from . import __version__, _credentials
 
 SCHEMES = {"s3": "Amazon S3 and S3-compatible stores (custom endpoints)", "r2": "Cloudflare R2 (configure_endpoint('r2', url))"}
+TUNING = {"virtual_hosted_style_request": "address buckets as bucket.host instead of host/bucket"}
 
-
-def make_backend(scheme: str) -> object:
-    """The native backend for ``scheme``, as a ``dataio.backend.v1`` capsule."""
-    from . import _credentials, _native
-
-    options, refresh = _credentials.resolve(scheme)
-    return _native.backend(scheme, options, refresh)
-
-
-def _factory(scheme: str):  # type: ignore[no-untyped-def]
-    return lambda: make_backend(scheme)
-
-
-@hookimpl
-def dataio_register_backends(register: BackendRegistrar) -> None:
-    for scheme, description in SCHEMES.items():
-        register(scheme, _factory(scheme), description=description)
-
-
-def report() -> Mapping[str, Any]:
-    """Never shows a secret: only methods and endpoints (which hold none)."""
-    from . import _native
-
-    parts = [f"native object_store data path ({_native.__name__} {__version__})"]
-    for scheme in SCHEMES:
-        creds = dataio.config.get_credentials(scheme)
-        endpoint = dataio.config.get_endpoint(scheme)
-        method = creds.method if creds is not None else "default"
-        parts.append(f"{scheme}: credentials {method}" + (f", endpoint {endpoint}" if endpoint else ""))
-    return {"status": "ok", "detail": "; ".join(parts), "schemes": list(SCHEMES)}
-
-
-@hookimpl
-def dataio_register_capabilities(register: CapabilityRegistrar) -> None:
-    register("dataio-s3", report)
+PLUGIN = ObjectStorePlugin("dataio-s3", __version__, schemes=SCHEMES, native_module="dataio_s3._native",
+                           resolve=_credentials.resolve, endpoint_option="aws_endpoint", tuning=TUNING)
+dataio_register_backends = PLUGIN.dataio_register_backends
+dataio_register_capabilities = PLUGIN.dataio_register_capabilities

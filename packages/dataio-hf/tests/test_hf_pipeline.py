@@ -1,9 +1,7 @@
-"""Formats end to end against the local Hub server, where every write is a
-commit: a sharded safetensors checkpoint written to hf:// reads back equal to
-the local one tensor for tensor (and the files are byte-identical),
-``get_slice`` reads rows of a remote tensor, ``glob("**/*.parquet")`` +
-``read_parquet`` give what pyarrow gives on the local files, and the image
-pipeline over hf:// URIs gives what it gives over local copies."""
+"""The image pipeline over hf:// URIs of files that arrived both ways: added
+to the repo on the Hub's side and committed through dataio. (The format
+checks and the image pipeline over dataio-written files are the
+conformance suites in test_hf_conformance.py.)"""
 
 from __future__ import annotations
 
@@ -13,23 +11,12 @@ from pathlib import Path
 
 import dataio
 import numpy as np
-import pytest
 from _hub import FakeHub
-
-torch = pytest.importorskip("torch")
-from dataio.testing import FormatsConformance
-
-
-class TestHFFormats(FormatsConformance):
-    @pytest.fixture
-    def root(self, hf: FakeHub) -> str:
-        repo = f"dataio/e2e-{uuid.uuid4().hex[:8]}"
-        hf.add_repo("dataset", repo)
-        return f"hf://datasets/{repo}"
+from dataio.testing import pipeline_images, require
 
 
 def test_the_image_pipeline_reads_hf_uris_like_local_files(hf: FakeHub, tmp_path: Path) -> None:
-    Image = pytest.importorskip("PIL.Image")
+    Image = require("PIL.Image")
     repo = f"dataio/images-{uuid.uuid4().hex[:8]}"
     rng = np.random.default_rng(2)
     files: dict[str, bytes] = {}
@@ -52,21 +39,8 @@ def test_the_image_pipeline_reads_hf_uris_like_local_files(hf: FakeHub, tmp_path
     remote.append({"key": "12", "image": f"hf://datasets/{repo}/train/12.jpg"})
     assert dataio.glob(f"hf://datasets/{repo}/**/*.jpg") == [r["image"] for r in remote]
 
-    def run(records: list[dict[str, str]]) -> tuple[list[str], np.ndarray]:
-        pipe = dataio.pipeline(
-            dataio.slot("image").decode_image(mode="rgb").resize_short(32).center_crop(h=32, w=32).normalize("imagenet"),
-            dataio.batch(5),
-        )
-        keys: list[str] = []
-        out = []
-        with pipe.bind(records).run("torch", concurrency=8) as loader:
-            for b in loader:
-                keys.extend(b.keys)
-                out.append(b["image"].clone())
-        return keys, torch.cat(out).numpy()
-
-    keys_remote, from_hf = run(remote)
-    keys_local, from_local = run(local)
+    keys_remote, from_hf = pipeline_images(remote)
+    keys_local, from_local = pipeline_images(local)
     assert keys_remote == keys_local == [r["key"] for r in remote]
     assert from_hf.shape == (13, 3, 32, 32)
     np.testing.assert_array_equal(from_hf, from_local)
