@@ -8,14 +8,20 @@ packages live under ``packages/dataio-core/tests/plugins/``.
     python3 -m nox -s tests       # cargo tests + pytest of every package
     python3 -m nox -s tests -- packages/dataio-s3   # one package
     python3 -m nox -s lint typecheck bench
+    python3 -m nox -s wheels -- wheelhouse/        # portable wheels of every package
 """
 
 from __future__ import annotations
 
+import argparse
+import email.parser
 import os
+import re
 import shutil
 import subprocess
+import tempfile
 import tomllib
+import zipfile
 from pathlib import Path
 
 import nox
@@ -118,14 +124,19 @@ def tests(session: nox.Session) -> None:
         )
         # The stubs are the docs of the native layer: keep them honest.
         session.run("python", "-m", "mypy.stubtest", "dataio._native", "--ignore-missing-stub")
-    targets = [Path(p) for p in session.posargs] or PACKAGES
-    for pkg in targets:
-        tests_dir = (ROOT / pkg / "tests") if (ROOT / pkg / "tests").is_dir() else ROOT / pkg
-        session.run("python", "-m", "pytest", str(tests_dir), "-q", "--timeout=600", "-p", "no:cacheprovider")
-    # Repository-level tests: examples run on data they make, docs match the code.
-    repo_tests = ROOT / "tests"
-    if not session.posargs and repo_tests.is_dir():
-        session.run("python", "-m", "pytest", str(repo_tests), "-q", "--timeout=600", "-p", "no:cacheprovider")
+    targets = [Path(p) for p in session.posargs] or [*PACKAGES, ROOT / "tests"]
+    env: dict[str, str] = {}
+    for target in targets:
+        tests_dir = (ROOT / target / "tests") if (ROOT / target / "tests").is_dir() else ROOT / target
+        if tests_dir.resolve().is_relative_to(ROOT / "tests") and not env:
+            # Repository-level tests: examples run on data they make, docs match
+            # the code, and tests/test_wheels.py installs the wheels built here
+            # (as `nox -s wheels` builds them, with the cheaper profile).
+            wheelhouse = WHEELS_TARGET / "wheelhouse-ci"
+            shutil.rmtree(wheelhouse, ignore_errors=True)
+            build_wheels(session, wheelhouse, CARGO_PROFILE)
+            env["DATAIO_WHEELHOUSE"] = str(wheelhouse)
+        session.run("python", "-m", "pytest", str(tests_dir), "-q", "--timeout=600", "-p", "no:cacheprovider", env=env)
 
 
 @nox.session(python=PYTHON)
@@ -174,3 +185,126 @@ def bench(session: nox.Session) -> None:
     ensure_bench_libraries(session)
     install_dataio(session, "bench")
     session.run("python", "-m", "dataio.bench", *session.posargs)
+
+
+# Portable wheels (nox -s wheels): the native packages are built by maturin
+# with zig as the C compiler and linker against glibc 2.17 (manylinux2014), so
+# they install on clusters with old distributions; the pure-Python ones by their
+# own backend. ziglang is pinned to the version verified with this maturin.
+WHEEL_TOOLS = ["maturin>=1.9.4,<2", "ziglang==0.17.1"]
+MANYLINUX = "manylinux2014"
+# Their own target dir: the zig-linked artifacts never replace target/'s.
+WHEELS_TARGET = ROOT / "target" / "wheels"
+# A wheel tag's platform and the newest glibc it lets a module need.
+GLIBC_OF_TAG = {"manylinux2014": (2, 17), **{f"manylinux_2_{n}": (2, n) for n in range(5, 40)}}
+
+
+def wheel_tools(session: nox.Session) -> Path:
+    """The bin folder of a virtualenv holding WHEEL_TOOLS at a fixed path (target/wheels/tools).
+
+    Not the session's own: the zig wrappers maturin hands cargo (CC, linker) are
+    named after the Python that runs ziglang, and a change of name rebuilds every
+    C dependency and all above it. One fixed environment lets `nox -s wheels`
+    and `nox -s tests` reuse each other's artifacts in target/wheels.
+    """
+    venv = WHEELS_TARGET / "tools"
+    if not (venv / "bin" / "python").exists():
+        session.run("uv", "venv", "-q", "-p", PYTHON, str(venv), external=True)
+    session.run("uv", "pip", "install", "-q", "--python", str(venv / "bin" / "python"), *WHEEL_TOOLS, external=True)
+    return venv / "bin"
+
+
+def build_wheels(session: nox.Session, outdir: Path, profile: str) -> list[Path]:
+    """Builds a wheel of every package into outdir and checks each; returns their paths."""
+    ensure_system_packages(session)
+    tools = wheel_tools(session)
+    outdir.mkdir(parents=True, exist_ok=True)
+    # zig's compiler does not search /usr/include (it brings its own glibc
+    # headers), so the libfabric shim gets a folder holding only rdma/.
+    fabric_include = WHEELS_TARGET / "fabric-include"
+    shutil.rmtree(fabric_include, ignore_errors=True)
+    shutil.copytree("/usr/include/rdma", fabric_include / "rdma")
+    env = {
+        "CARGO_TARGET_DIR": str(WHEELS_TARGET),
+        "DATAIO_LIBFABRIC_INCLUDE": str(fabric_include),
+        # maturin runs zig as `python -m ziglang` with this Python.
+        "CARGO_ZIGBUILD_PYTHON_PATH": str(tools / "python"),
+    }
+    wheels: list[Path] = []
+    with tempfile.TemporaryDirectory(dir=outdir, prefix=".build-") as staging:
+        for pkg in PACKAGES:
+            out = Path(staging) / pkg.name
+            if (pkg / "Cargo.toml").is_file():
+                session.run(
+                    str(tools / "maturin"), "build", "--zig", "--compatibility", MANYLINUX, "--profile", profile,
+                    "-i", str(tools / "python"), "-m", str(pkg / "Cargo.toml"), "--out", str(out),
+                    env=env, external=True,
+                )
+            else:
+                session.run("uv", "build", "--wheel", "--out-dir", str(out), str(pkg), external=True)
+            (wheel,) = out.glob("*.whl")
+            problems = check_wheel(wheel, (pkg / "README.md").read_text(), session.log)
+            if problems:
+                session.error(f"{wheel.name}:\n  " + "\n  ".join(problems))
+            wheels.append(wheel)
+        wheels = [Path(shutil.move(w, outdir / w.name)) for w in wheels]
+    for wheel in wheels:
+        session.log(f"built {wheel.name}")
+    return wheels
+
+
+def check_wheel(wheel: Path, readme: str, log=print) -> list[str]:
+    """What is wrong with a built wheel: its tag, LICENSE, README, glibc needs (logged per module)."""
+    problems: list[str] = []
+    tags = wheel.name.removesuffix(".whl").split("-")[2:]
+    with zipfile.ZipFile(wheel) as zf:
+        names = zf.namelist()
+        modules = [n for n in names if n.endswith(".so")]
+        if not any(re.fullmatch(r"[^/]+\.dist-info/licenses/LICENSE", n) for n in names):
+            problems.append("no .dist-info/licenses/LICENSE")
+        meta_name = next(n for n in names if re.fullmatch(r"[^/]+\.dist-info/METADATA", n))
+        meta = email.parser.Parser().parsestr(zf.read(meta_name).decode())
+        if meta.get_payload().strip() != readme.strip():
+            problems.append("METADATA's description is not the package's README.md")
+        if meta.get("License-Expression") != "Apache-2.0":
+            problems.append(f"License-Expression is {meta.get('License-Expression')!r}")
+        if not modules:
+            if tags != ["py3", "none", "any"]:
+                problems.append(f"a pure-Python wheel tagged {'-'.join(tags)}")
+            return problems
+        if tags[:2] != ["cp311", "abi3"]:
+            problems.append(f"a native wheel tagged {'-'.join(tags[:2])}, not cp311-abi3")
+        platforms = [p.removesuffix("_x86_64") for p in tags[2].split(".")]
+        if MANYLINUX not in platforms:
+            problems.append(f"platform tag {tags[2]} lacks {MANYLINUX}")
+        allowed = min(GLIBC_OF_TAG[p] for p in platforms if p in GLIBC_OF_TAG)
+        with tempfile.TemporaryDirectory() as tmp:
+            for module in modules:
+                needs = glibc_needs(Path(zf.extract(module, tmp)))
+                symbol, newest = max(needs, key=lambda need: need[1], default=("-", (0, 0)))
+                log(f"{module}: {len(needs)} glibc symbols, the newest {symbol}@GLIBC_{newest[0]}.{newest[1]} (tag allows {allowed[0]}.{allowed[1]})")
+                for symbol, version in needs:
+                    if version > allowed:
+                        problems.append(f"{module} needs {symbol}@GLIBC_{version[0]}.{version[1]}, above {tags[2]}'s {allowed[0]}.{allowed[1]}")
+    return problems
+
+
+def glibc_needs(module: Path) -> list[tuple[str, tuple[int, int]]]:
+    """(symbol, glibc version) for every versioned glibc symbol a shared object imports."""
+    dynsyms = subprocess.run(["objdump", "-T", str(module)], capture_output=True, text=True, check=True).stdout
+    needs = []
+    for line in dynsyms.splitlines():
+        m = re.search(r"\*UND\*\s+\S+\s+(?:\(?)GLIBC_(\d+)\.(\d+)(?:\.\d+)?\)?\s+(\S+)", line)
+        if m:
+            needs.append((m.group(3), (int(m.group(1)), int(m.group(2)))))
+    return needs
+
+
+@nox.session(python=PYTHON)
+def wheels(session: nox.Session) -> None:
+    """Wheels of every package into OUTDIR: abi3 manylinux2014 for the native ones, py3-none-any for the rest."""
+    parser = argparse.ArgumentParser(prog="nox -s wheels --")
+    parser.add_argument("outdir", type=Path, help="where the wheels go (e.g. wheelhouse/)")
+    parser.add_argument("--profile", default="release", help="cargo profile (release for wheels you ship; ci builds faster)")
+    args = parser.parse_args(session.posargs)
+    build_wheels(session, args.outdir.resolve(), args.profile)

@@ -1,0 +1,178 @@
+"""The wheels install as a user installs them: ``dataio[s3,rdma]`` into a fresh virtualenv.
+
+``nox -s tests`` builds the wheels (``build_wheels`` in noxfile.py, the code
+behind ``nox -s wheels``, with the ``ci`` profile) and names the folder in
+``DATAIO_WHEELHOUSE``; the build already checked each wheel's tag, LICENSE,
+README and glibc needs. Here each test makes a new virtualenv with uv,
+installs the third-party dependencies from the registry, then our packages
+with ``--no-index --find-links WHEELHOUSE`` only, so the registry's unrelated
+``dataio`` (0.0.5) can never be taken, and runs the installed code.
+"""
+
+from __future__ import annotations
+
+import email.parser
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+pytestmark = pytest.mark.timeout(900)
+
+
+@pytest.fixture(scope="module")
+def wheelhouse() -> Path:
+    folder = os.environ.get("DATAIO_WHEELHOUSE")
+    if not folder:
+        pytest.fail(
+            "DATAIO_WHEELHOUSE is not set: run these through `python3 -m nox -s tests`, or build with "
+            "`python3 -m nox -s wheels -- DIR` and set DATAIO_WHEELHOUSE=DIR"
+        )
+    return Path(folder)
+
+
+def wheel_metadata(wheelhouse: Path) -> dict[str, email.message.Message]:
+    """Each wheel's METADATA, by normalized project name."""
+    metas = {}
+    for wheel in wheelhouse.glob("*.whl"):
+        with zipfile.ZipFile(wheel) as zf:
+            name = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
+            meta = email.parser.Parser().parsestr(zf.read(name).decode())
+        metas[canonicalize_name(meta["Name"])] = meta
+    return metas
+
+
+def third_party_requirements(metas: dict[str, email.message.Message], root: str) -> list[str]:
+    """What ``root`` needs from outside the wheelhouse, following our wheels' requirements and extras."""
+    needed: list[str] = []
+    seen: set[tuple[str, frozenset[str]]] = set()
+    todo = [Requirement(root)]
+    while todo:
+        req = todo.pop()
+        name = canonicalize_name(req.name)
+        if name not in metas:
+            extras = f"[{','.join(sorted(req.extras))}]" if req.extras else ""
+            needed.append(f"{req.name}{extras}{req.specifier}")
+            continue
+        key = (name, frozenset(req.extras))
+        if key in seen:
+            continue
+        seen.add(key)
+        for line in metas[name].get_all("Requires-Dist") or []:
+            dep = Requirement(line)
+            if dep.marker is None or any(dep.marker.evaluate({"extra": e}) for e in (req.extras or {""})):
+                todo.append(dep)
+    return sorted(set(needed))
+
+
+def fresh_venv(path: Path) -> Path:
+    uv = shutil.which("uv")
+    assert uv, "uv is needed to make the virtualenvs (pip install uv)"
+    subprocess.run([uv, "venv", "-q", "-p", sys.executable, str(path)], check=True)
+    return path / "bin" / "python"
+
+
+def install(python: Path, wheelhouse: Path, requirement: str) -> None:
+    """Third-party dependencies from the registry, then ours from the wheelhouse alone."""
+    uv = shutil.which("uv")
+    deps = third_party_requirements(wheel_metadata(wheelhouse), requirement)
+    if deps:
+        subprocess.run([uv, "pip", "install", "-q", "--python", str(python), *deps], check=True)
+    subprocess.run(
+        [uv, "pip", "install", "-q", "--python", str(python), "--no-index", "--find-links", str(wheelhouse), requirement],
+        check=True,
+    )
+
+
+def run_python(python: Path, code: str, **kw) -> subprocess.CompletedProcess[str]:
+    # Run from a folder outside the checkout, so nothing of the source tree is imported.
+    return subprocess.run([str(python), "-c", code], check=False, capture_output=True, text=True, cwd=python.parent, **kw)
+
+
+def test_third_party_requirements_follow_the_extras() -> None:
+    core = email.parser.Parser().parsestr(
+        "Name: dataio\nRequires-Dist: pluggy>=1.5\nRequires-Dist: dataio-s3==0.1.0; extra == 's3'\n"
+        "Requires-Dist: pyarrow>=14; extra == 'parquet'\n\n"
+    )
+    s3 = email.parser.Parser().parsestr("Name: dataio-s3\nRequires-Dist: dataio==0.1.0\nRequires-Dist: botocore>=1.34\n\n")
+    metas = {"dataio": core, "dataio-s3": s3}
+    assert third_party_requirements(metas, "dataio[s3]") == ["botocore>=1.34", "pluggy>=1.5"]
+    assert third_party_requirements(metas, "dataio") == ["pluggy>=1.5"]
+
+
+def test_dataio_s3_rdma_installs_and_loads_both_plugins(wheelhouse: Path, tmp_path: Path) -> None:
+    python = fresh_venv(tmp_path / "venv")
+    install(python, wheelhouse, "dataio[s3,rdma]")
+
+    proc = subprocess.run([str(python), "-m", "dataio", "--json"], check=False, capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    rows = {row["package"]: row for row in report["plugins"]}
+    assert report["dataio"] == wheel_metadata(wheelhouse)["dataio"]["Version"]
+    assert rows["dataio-s3"]["status"] == "ok", rows["dataio-s3"]
+    assert {"s3", "r2"} <= set(rows["dataio-s3"]["schemes"]), rows["dataio-s3"]
+    # "ok" needs the real libfabric shim (a build without the headers reports a stub) and
+    # libfabric itself, which the tests session installs.
+    assert rows["dataio-rdma"]["status"] == "ok", rows["dataio-rdma"]
+    # The modules came from the wheels, not from the checkout.
+    proc = run_python(python, "import dataio, dataio_s3, dataio_rdma; print(dataio.__file__, dataio_s3.__file__, dataio_rdma.__file__)")
+    assert proc.returncode == 0, proc.stderr
+    assert all(str(tmp_path / "venv") in f for f in proc.stdout.split()), proc.stdout
+
+
+def test_the_installed_s3_plugin_reads_from_a_server(wheelhouse: Path, tmp_path: Path) -> None:
+    """The zig-built S3 module signs, sends and reads (moto runs in this process's environment)."""
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    python = fresh_venv(tmp_path / "venv")
+    install(python, wheelhouse, "dataio[s3]")
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    try:
+        host, port = server.get_host_and_port()
+        endpoint = f"http://{host}:{port}"
+        creds = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing", "region_name": "us-east-1"}
+        s3 = boto3.client("s3", endpoint_url=endpoint, **creds)
+        s3.create_bucket(Bucket="wheels")
+        code = (
+            "import dataio\n"
+            f"dataio.configure_endpoint('s3', {endpoint!r})\n"
+            "dataio.configure_credentials('s3', access_key_id='testing', secret_access_key='testing')\n"
+            "dataio.write('s3://wheels/a/b.bin', b'0123456789')\n"
+            "print(dataio.read('s3://wheels/a/b.bin', offset=2, size=5).decode())\n"
+        )
+        proc = run_python(python, code, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.strip() == "23456"
+        assert s3.get_object(Bucket="wheels", Key="a/b.bin")["Body"].read() == b"0123456789"
+    finally:
+        server.stop()
+
+
+def test_the_core_alone_names_the_plugin_for_s3(wheelhouse: Path, tmp_path: Path) -> None:
+    python = fresh_venv(tmp_path / "venv")
+    install(python, wheelhouse, "dataio")
+    code = (
+        "import json, dataio\n"
+        "try:\n"
+        "    dataio.read('s3://bucket/key')\n"
+        "except dataio.errors.UnsupportedSchemeError as exc:\n"
+        "    print(json.dumps({'type': type(exc).__name__, 'message': str(exc)}))\n"
+    )
+    proc = run_python(python, code)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip(), "reading s3:// without the plugin did not raise UnsupportedSchemeError"
+    error = json.loads(proc.stdout)
+    # The core's hint is the extra that installs dataio-s3.
+    assert "'s3'" in error["message"] or '"s3"' in error["message"], error
+    assert "pip install 'dataio[s3]'" in error["message"], error
+    listed = run_python(python, "import dataio.plugins, importlib.metadata as m; print(sorted(d.name for d in m.distributions()))")
+    assert "dataio-s3" not in listed.stdout and "dataio-rdma" not in listed.stdout, listed.stdout
