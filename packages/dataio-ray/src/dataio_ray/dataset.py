@@ -100,8 +100,10 @@ def _read(pipeline: Any, planned: list[PlannedBatch], options: dict[str, Any], w
 class DataioDatasource(Datasource):
     """A Ray Data datasource over one epoch of a bound pipeline."""
 
-    def __init__(self, job: EpochJob, *, with_keys: bool = False) -> None:
+    def __init__(self, job: EpochJob, *, with_keys: bool = False, batches_per_task: int = 8) -> None:
         super().__init__()
+        if not isinstance(batches_per_task, int) or isinstance(batches_per_task, bool) or batches_per_task < 1:
+            raise InvalidArgumentError(f"batches_per_task must be a positive integer, got {batches_per_task!r}")
         if not job.sized:
             raise InvalidArgumentError(
                 "to_dataset() needs a sized record source (a list, or any object with len() and indexing): "
@@ -114,6 +116,7 @@ class DataioDatasource(Datasource):
         self._options = job.run_options()
         self._planned = list(job.plan())
         self._with_keys = with_keys
+        self._batches_per_task = batches_per_task
 
     def get_name(self) -> str:
         return "dataio"
@@ -128,7 +131,9 @@ class DataioDatasource(Datasource):
         planned = self._planned
         if not planned:
             return []
-        n = max(1, min(int(parallelism), len(planned)))
+        # Ray Data asks for many small tasks by default; each task starts an
+        # engine, so a task takes batches_per_task batches at least.
+        n = max(1, min(int(parallelism), -(-len(planned) // self._batches_per_task)))
         # Contiguous runs of batches, in plan order: with Ray Data's
         # preserve_order the rows come out in the local loader's order.
         bounds = [round(i * len(planned) / n) for i in range(n + 1)]
@@ -145,6 +150,7 @@ def to_dataset(
     bound: Any,
     *,
     with_keys: bool = False,
+    batches_per_task: int = 8,
     num_cpus: float = 1,
     override_num_blocks: int | None = None,
     task_concurrency: int | None = None,
@@ -159,17 +165,17 @@ def to_dataset(
     variable-shaped tensors), and with ``with_keys=True`` also ``__key__``
     and ``__index__``. Rows skipped with ``on_failure="skip"`` are left out.
 
-    Each read task runs the native engine over a contiguous run of the
-    epoch's batches on ``num_cpus`` CPUs (its engine pool gets as many
-    threads); ``override_num_blocks`` caps the number of tasks (Ray Data
-    picks otherwise) and ``task_concurrency`` the tasks running at once.
+    Each read task runs the native engine over a contiguous run of at least
+    ``batches_per_task`` of the epoch's batches on ``num_cpus`` CPUs (its
+    engine pool gets as many threads); ``override_num_blocks`` caps the
+    number of tasks and ``task_concurrency`` the tasks running at once.
     Set ``DataContext.get_current().execution_options.preserve_order = True``
     for the local loader's order. For another epoch, call again with
     ``epoch=``.
     """
     job = epoch_job(bound, run_options)
     return read_datasource(
-        DataioDatasource(job, with_keys=with_keys),
+        DataioDatasource(job, with_keys=with_keys, batches_per_task=batches_per_task),
         num_cpus=num_cpus,
         override_num_blocks=override_num_blocks,
         concurrency=task_concurrency,
