@@ -212,6 +212,7 @@ impl Backend for AbiBackendRef {
             delete: c & caps::DELETE != 0,
             list: c & caps::LIST != 0,
             ranged_read: c & caps::RANGED_READ != 0,
+            mapped: false,
         }
     }
     async fn head(&self, uri: &str) -> Result<ObjectMeta> {

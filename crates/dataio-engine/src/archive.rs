@@ -12,6 +12,10 @@ pub const DEFAULT_MAX_GUNZIP: u64 = 64 << 30;
 
 /// Decompresses a gzip stream (all members), refusing output beyond `max_output`.
 pub fn gunzip(uri: &str, data: &[u8], max_output: u64) -> Result<Bytes> {
+    crate::guard::catch(|m| Error::corrupt(uri, "archive", format!("the reader failed on it ({m})")), || gunzip_unguarded(uri, data, max_output))
+}
+
+fn gunzip_unguarded(uri: &str, data: &[u8], max_output: u64) -> Result<Bytes> {
     if data.len() < 2 || data[0] != 0x1f || data[1] != 0x8b {
         return Err(Error::corrupt(uri, "gzip stream", "missing gzip magic bytes (1f 8b)"));
     }
@@ -51,6 +55,10 @@ pub fn check_entry_name(uri: &str, name: &str) -> Result<()> {
 
 /// Lists the regular files of a tar archive in order.
 pub fn tar_entries(uri: &str, data: &[u8]) -> Result<Vec<TarEntry>> {
+    crate::guard::catch(|m| Error::corrupt(uri, "archive", format!("the reader failed on it ({m})")), || tar_entries_unguarded(uri, data))
+}
+
+fn tar_entries_unguarded(uri: &str, data: &[u8]) -> Result<Vec<TarEntry>> {
     let mut archive = tar::Archive::new(data);
     let mut out = Vec::new();
     let entries = archive.entries().map_err(|e| Error::corrupt(uri, "tar archive", e))?;
@@ -79,6 +87,10 @@ pub fn tar_entries(uri: &str, data: &[u8]) -> Result<Vec<TarEntry>> {
 
 /// The bytes of entry `name`, sliced from `data` without a copy.
 pub fn tar_entry(uri: &str, data: &Bytes, name: &str) -> Result<Bytes> {
+    crate::guard::catch(|m| Error::corrupt(uri, "archive", format!("the reader failed on it ({m})")), || tar_entry_unguarded(uri, data, name))
+}
+
+fn tar_entry_unguarded(uri: &str, data: &Bytes, name: &str) -> Result<Bytes> {
     check_entry_name(uri, name)
         .map_err(|_| Error::invalid(format!("{uri}: tar entry name {name:?} is not a safe relative path")))?;
     let wanted = name.strip_prefix("./").unwrap_or(name);

@@ -25,19 +25,29 @@ pub struct ObjectMeta {
     pub is_dir: bool,
 }
 
-/// Which optional operations a backend supports; the conformance suite skips
-/// exactly what a backend declares it cannot do.
+/// What a backend can do and what its reads cost. The conformance suite
+/// skips exactly what a backend declares it cannot do; the IO verbs, the
+/// ranged-read planner and the executor choose their read path from these
+/// flags, never from a backend's name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Capabilities {
     pub write: bool,
     pub delete: bool,
     pub list: bool,
     pub ranged_read: bool,
+    /// Reads are slices of memory the process can map (local files): a
+    /// request costs nothing and completes without waiting on a network. So
+    /// ranges are read exactly as asked (no coalescing, no parts), a whole
+    /// object is read by its cheaply known size, and the executor reads
+    /// inline on its CPU threads instead of on the IO runtime.
+    pub mapped: bool,
 }
 
 impl Capabilities {
-    pub const ALL: Capabilities = Capabilities { write: true, delete: true, list: true, ranged_read: true };
-    pub const READ_ONLY: Capabilities = Capabilities { write: false, delete: false, list: true, ranged_read: true };
+    /// Everything a remote object store offers.
+    pub const ALL: Capabilities = Capabilities { write: true, delete: true, list: true, ranged_read: true, mapped: false };
+    pub const READ_ONLY: Capabilities =
+        Capabilities { write: false, delete: false, list: true, ranged_read: true, mapped: false };
 
     pub fn names(&self) -> Vec<&'static str> {
         let mut out = vec!["read", "head", "exists"];
@@ -52,6 +62,9 @@ impl Capabilities {
         }
         if self.delete {
             out.push("delete");
+        }
+        if self.mapped {
+            out.push("mapped");
         }
         out
     }
@@ -228,6 +241,54 @@ fn display_path<'a>(base: &str, uri: &'a str) -> &'a str {
         uri.strip_prefix("./").unwrap_or(uri)
     } else {
         uri
+    }
+}
+
+/// How a read of `[offset, offset + size)` (`size` None: to the end) goes out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadShape {
+    /// The whole object in one request, no HEAD first (a HEAD per object
+    /// doubled the per-object cost of small reads from an object store).
+    Whole,
+    /// Exactly this many bytes from the offset.
+    Span(u64),
+}
+
+/// The read policy of the IO verbs: a whole object from a backend whose
+/// requests cost something is one GET; anything else is an exact span (its
+/// length from a HEAD when not given).
+pub async fn read_shape(b: &dyn Backend, uri: &str, offset: u64, size: Option<u64>) -> Result<ReadShape> {
+    if offset == 0 && size.is_none() && !b.capabilities().mapped {
+        return Ok(ReadShape::Whole);
+    }
+    span_of(b, uri, offset, size).await.map(ReadShape::Span)
+}
+
+/// The exact length of `[offset, offset + size)`, from a HEAD when `size` is
+/// not given (the rest of the object).
+pub async fn span_of(b: &dyn Backend, uri: &str, offset: u64, size: Option<u64>) -> Result<u64> {
+    if let Some(s) = size {
+        return Ok(s);
+    }
+    let meta = b.head(uri).await?;
+    if meta.is_dir {
+        return Err(Error::IsADirectory { uri: uri.to_string() });
+    }
+    if offset > meta.size {
+        return Err(Error::OutOfRange { uri: uri.to_string(), offset, size: 0, len: meta.size });
+    }
+    Ok(meta.size - offset)
+}
+
+/// The whole object; a missing one that is a prefix (object stores) or a
+/// directory says so.
+pub async fn read_whole(b: &dyn Backend, uri: &str) -> Result<Bytes> {
+    match b.read_all(uri).await {
+        Err(e) if e.kind() == crate::error::ErrorKind::NotFound => match b.head(uri).await {
+            Ok(meta) if meta.is_dir => Err(Error::IsADirectory { uri: uri.to_string() }),
+            _ => Err(e),
+        },
+        other => other,
     }
 }
 

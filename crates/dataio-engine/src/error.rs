@@ -47,9 +47,65 @@ pub enum ErrorKind {
     Io,
     Backend,
     Timeout,
+    /// The connection to a store failed or was lost (transient).
+    Connection,
     Cancelled,
     Row,
     Unsupported,
+}
+
+impl ErrorKind {
+    pub const ALL: [ErrorKind; 19] = [
+        ErrorKind::NotFound,
+        ErrorKind::PermissionDenied,
+        ErrorKind::IsADirectory,
+        ErrorKind::NotADirectory,
+        ErrorKind::AlreadyExists,
+        ErrorKind::InvalidArgument,
+        ErrorKind::InvalidUri,
+        ErrorKind::UnsupportedScheme,
+        ErrorKind::OutOfRange,
+        ErrorKind::Corrupt,
+        ErrorKind::Decode,
+        ErrorKind::Plan,
+        ErrorKind::Io,
+        ErrorKind::Backend,
+        ErrorKind::Timeout,
+        ErrorKind::Connection,
+        ErrorKind::Cancelled,
+        ErrorKind::Row,
+        ErrorKind::Unsupported,
+    ];
+
+    /// The kind's name across the binding: the Python class of an error is
+    /// the one whose `kind` attribute says this (`dataio.errors.BY_KIND`).
+    /// IO and backend failures are one kind there (a storage error).
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::NotFound => "not_found",
+            ErrorKind::PermissionDenied => "permission_denied",
+            ErrorKind::IsADirectory => "is_a_directory",
+            ErrorKind::NotADirectory => "not_a_directory",
+            ErrorKind::AlreadyExists => "already_exists",
+            ErrorKind::InvalidArgument => "invalid_argument",
+            ErrorKind::InvalidUri => "invalid_uri",
+            ErrorKind::UnsupportedScheme => "unsupported_scheme",
+            ErrorKind::OutOfRange => "out_of_range",
+            ErrorKind::Corrupt => "corrupt",
+            ErrorKind::Decode => "decode",
+            ErrorKind::Plan => "plan",
+            ErrorKind::Io | ErrorKind::Backend => "backend",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Connection => "connection",
+            ErrorKind::Cancelled => "cancelled",
+            ErrorKind::Row => "row",
+            ErrorKind::Unsupported => "unsupported",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<ErrorKind> {
+        ErrorKind::ALL.into_iter().find(|k| k.name() == name)
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -246,6 +302,7 @@ impl Error {
     /// Whether retrying the same request may succeed.
     pub fn is_transient(&self) -> bool {
         matches!(self, Error::Backend { transient: true, .. } | Error::Timeout { .. })
+            || matches!(self, Error::Foreign { kind: ErrorKind::Timeout | ErrorKind::Connection, .. })
     }
 }
 

@@ -8,10 +8,10 @@
 pub mod abi_backend;
 pub mod archive;
 pub mod backend;
-pub mod batch_ops;
 pub mod error;
 pub mod exec;
 pub mod formats;
+pub mod guard;
 pub mod image;
 pub mod local;
 pub mod plan;

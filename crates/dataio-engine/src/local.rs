@@ -231,7 +231,7 @@ impl Backend for LocalBackend {
         "local"
     }
     fn capabilities(&self) -> Capabilities {
-        Capabilities::ALL
+        Capabilities { mapped: true, ..Capabilities::ALL }
     }
     async fn head(&self, uri: &str) -> Result<ObjectMeta> {
         head_sync(uri)

@@ -46,9 +46,10 @@ impl RangePolicy {
     pub const EXACT: RangePolicy =
         RangePolicy { coalesce: false, gap: 0, part: u64::MAX, inflight: Self::DEFAULT_INFLIGHT };
 
-    /// The default for remote backends; [`Self::EXACT`] for the local one.
+    /// The default for backends whose requests cost something; [`Self::EXACT`]
+    /// for mapped ones (local files), where neither coalescing nor parts help.
     pub fn for_backend(b: &dyn Backend) -> RangePolicy {
-        if b.name() == "local" {
+        if b.capabilities().mapped {
             RangePolicy::EXACT
         } else {
             RangePolicy::default()

@@ -120,6 +120,8 @@ impl PyBackend {
             delete: b.hasattr("delete")?,
             list: true,
             ranged_read: true,
+            // A Python call may wait on anything: never read inline.
+            mapped: false,
         };
         if let Ok(declared) = b.getattr("capabilities") {
             if let Ok(set) = declared.extract::<Vec<String>>() {
@@ -129,6 +131,7 @@ impl PyBackend {
                     delete: has("delete"),
                     list: has("list"),
                     ranged_read: has("ranged_read"),
+                    mapped: false,
                 };
             }
         }

@@ -4,7 +4,8 @@
 use dataio_engine::error::{ErrorKind, ForeignPayload};
 use dataio_engine::Error;
 use pyo3::exceptions::{
-    PyFileNotFoundError, PyIsADirectoryError, PyNotADirectoryError, PyPermissionError, PyValueError,
+    PyConnectionError, PyFileNotFoundError, PyIsADirectoryError, PyNotADirectoryError, PyPermissionError,
+    PyTimeoutError, PyValueError,
 };
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -13,26 +14,18 @@ use std::sync::Arc;
 
 static ERRORS_MODULE: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
 
-fn class_name(kind: ErrorKind) -> &'static str {
-    match kind {
-        ErrorKind::NotFound => "NotFoundError",
-        ErrorKind::PermissionDenied => "AccessDeniedError",
-        ErrorKind::IsADirectory => "IsADirectoryError",
-        ErrorKind::NotADirectory => "NotADirectoryError",
-        ErrorKind::AlreadyExists => "AlreadyExistsError",
-        ErrorKind::InvalidArgument => "InvalidArgumentError",
-        ErrorKind::InvalidUri => "InvalidURIError",
-        ErrorKind::UnsupportedScheme => "UnsupportedSchemeError",
-        ErrorKind::OutOfRange => "OutOfRangeError",
-        ErrorKind::Corrupt => "CorruptDataError",
-        ErrorKind::Decode => "DecodeError",
-        ErrorKind::Plan => "PlanError",
-        ErrorKind::Io => "StorageError",
-        ErrorKind::Backend => "StorageError",
-        ErrorKind::Timeout => "TimeoutError",
-        ErrorKind::Cancelled => "CancelledError",
-        ErrorKind::Unsupported => "UnsupportedOperationError",
-        ErrorKind::Row => "RowError",
+fn errors_module(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {
+    Ok(ERRORS_MODULE.get_or_try_init(py, || py.import("dataio.errors").map(Bound::unbind))?.bind(py))
+}
+
+/// The `dataio.errors` class of an engine error kind: the class whose `kind`
+/// attribute names it (`dataio.errors.BY_KIND`), so the Python tree is the one
+/// place a kind's class is written down.
+fn class_of<'py>(py: Python<'py>, kind: ErrorKind) -> PyResult<Bound<'py, PyAny>> {
+    let by_kind = errors_module(py)?.getattr("BY_KIND")?;
+    match by_kind.get_item(kind.name()) {
+        Ok(cls) => Ok(cls),
+        Err(_) => errors_module(py)?.getattr("StorageError"),
     }
 }
 
@@ -56,9 +49,8 @@ pub fn to_pyerr(py: Python<'_>, err: Error) -> PyErr {
 }
 
 fn build(py: Python<'_>, err: &Error) -> PyResult<PyErr> {
-    let module = ERRORS_MODULE.get_or_try_init(py, || py.import("dataio.errors").map(Bound::unbind))?.bind(py);
     let kind = err.kind();
-    let cls = module.getattr(class_name(kind))?;
+    let cls = class_of(py, kind)?;
     let attrs = PyDict::new(py);
     if let Some(uri) = err.uri() {
         attrs.set_item("uri", uri)?;
@@ -68,7 +60,7 @@ fn build(py: Python<'_>, err: &Error) -> PyResult<PyErr> {
         attrs.set_item("index", context.index)?;
         attrs.set_item("slot", &context.slot)?;
         attrs.set_item("op", &context.op)?;
-        attrs.set_item("cause_kind", class_name(source.root().kind()))?;
+        attrs.set_item("cause_kind", class_of(py, source.root().kind())?.getattr("__name__")?)?;
         attrs.set_item("cause", source.to_string())?;
         if let Error::Foreign { payload, .. } = source.root() {
             if let Some(e) = payload.0.downcast_ref::<PyErr>() {
@@ -118,6 +110,10 @@ pub fn from_pyerr(py: Python<'_>, err: PyErr, uri: Option<&str>) -> Error {
         ErrorKind::IsADirectory
     } else if err.is_instance_of::<PyNotADirectoryError>(py) {
         ErrorKind::NotADirectory
+    } else if err.is_instance_of::<PyTimeoutError>(py) {
+        ErrorKind::Timeout
+    } else if err.is_instance_of::<PyConnectionError>(py) {
+        ErrorKind::Connection
     } else if err.is_instance_of::<PyValueError>(py) {
         ErrorKind::InvalidArgument
     } else {
@@ -138,36 +134,15 @@ pub fn from_pyerr(py: Python<'_>, err: PyErr, uri: Option<&str>) -> Error {
 }
 
 fn is_ours(py: Python<'_>, err: &PyErr) -> bool {
-    ERRORS_MODULE
-        .get_or_try_init(py, || py.import("dataio.errors").map(Bound::unbind))
-        .and_then(|m| m.bind(py).getattr("DataioError"))
+    errors_module(py)
+        .and_then(|m| m.getattr("DataioError"))
         .map(|base| err.value(py).is_instance(&base).unwrap_or(false))
         .unwrap_or(false)
 }
 
-/// The kind of an exception that is already one of ours.
+/// The kind of an exception that is already one of ours: its class's (or
+/// an ancestor's) `kind` attribute.
 fn kind_of_dataio(py: Python<'_>, err: &PyErr) -> Option<ErrorKind> {
-    let name = err.get_type(py).name().ok()?.to_string();
-    ALL_KINDS.iter().copied().find(|k| class_name(*k) == name)
+    let name: String = err.value(py).getattr("kind").ok()?.extract().ok()?;
+    ErrorKind::from_name(&name)
 }
-
-const ALL_KINDS: [ErrorKind; 18] = [
-    ErrorKind::NotFound,
-    ErrorKind::PermissionDenied,
-    ErrorKind::IsADirectory,
-    ErrorKind::NotADirectory,
-    ErrorKind::AlreadyExists,
-    ErrorKind::InvalidArgument,
-    ErrorKind::InvalidUri,
-    ErrorKind::UnsupportedScheme,
-    ErrorKind::OutOfRange,
-    ErrorKind::Corrupt,
-    ErrorKind::Decode,
-    ErrorKind::Plan,
-    ErrorKind::Backend,
-    ErrorKind::Timeout,
-    ErrorKind::Cancelled,
-    ErrorKind::Unsupported,
-    ErrorKind::Row,
-    ErrorKind::Io,
-];

@@ -12,16 +12,30 @@ use pyo3::types::{PyBytes, PyDict, PyList};
 
 /// Decodes one image with the pipeline's decoder (EXIF orientation applied).
 #[pyfunction]
-#[pyo3(signature = (data, mode="rgb", max_pixels=178_956_970))]
-pub fn decode_image(py: Python<'_>, data: &Bound<'_, PyAny>, mode: &str, max_pixels: u64) -> PyResult<PyTensor> {
+#[pyo3(signature = (data, mode="rgb", max_pixels=None, apply_exif_orientation=true))]
+pub fn decode_image(
+    py: Python<'_>,
+    data: &Bound<'_, PyAny>,
+    mode: &str,
+    max_pixels: Option<u64>,
+    apply_exif_orientation: bool,
+) -> PyResult<PyTensor> {
     let held = ReadBuffer::get(data)?;
     let bytes = bytes::Bytes::copy_from_slice(held.as_slice());
     drop(held);
-    let json = format!(
-        r#"{{"version":1,"slots":[{{"name":"image","ops":[{{"op":"decode_image","params":{{"mode":{},"max_pixels":{max_pixels}}}}}]}}],"shape":{{"kind":"batch","size":1}}}}"#,
-        serde_json::to_string(mode).unwrap_or_default()
-    );
-    let compiled = plan::compile(&json).map_py(py)?;
+    // The decode_image op's own parameters (and defaults: see plan::ops).
+    let mut params = serde_json::Map::new();
+    params.insert("mode".into(), mode.into());
+    params.insert("apply_exif_orientation".into(), apply_exif_orientation.into());
+    if let Some(n) = max_pixels {
+        params.insert("max_pixels".into(), n.into());
+    }
+    let json = serde_json::json!({
+        "version": 1,
+        "slots": [{"name": "image", "ops": [{"op": "decode_image", "params": params}]}],
+        "shape": {"kind": "batch", "size": 1},
+    });
+    let compiled = plan::compile(&json.to_string()).map_py(py)?;
     let slot = &compiled.slots[0];
     let out = py
         .detach(|| {

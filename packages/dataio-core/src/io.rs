@@ -4,7 +4,7 @@
 use crate::buffers::{ReadBuffer, WriteBuffer};
 use crate::errors::IntoPy;
 use bytes::Bytes;
-use dataio_engine::backend::{self, Backend, ObjectMeta as Meta, ObjectWriter};
+use dataio_engine::backend::{self, Backend, ObjectMeta as Meta, ObjectWriter, ReadShape};
 use dataio_engine::ranges::{self, RangePolicy};
 use dataio_engine::{archive, pools, Error};
 use pyo3::exceptions::PyValueError;
@@ -66,21 +66,10 @@ fn non_negative(name: &str, v: i64) -> PyResult<u64> {
 }
 
 /// Resolves the length to read: `size` when given, else the rest of the object.
+/// The exact length of a ranged verb's read (a HEAD when `size` is not given).
 fn span(py: Python<'_>, b: &Arc<dyn Backend>, uri: &str, offset: u64, size: Option<i64>) -> PyResult<u64> {
-    if let Some(s) = size {
-        return non_negative("size", s);
-    }
-    let meta = py.detach(|| pools::block_on(b.head(uri))).map_py(py)?;
-    if meta.is_dir {
-        return Err(crate::errors::to_pyerr(py, Error::IsADirectory { uri: uri.into() }));
-    }
-    if offset > meta.size {
-        return Err(crate::errors::to_pyerr(
-            py,
-            Error::OutOfRange { uri: uri.into(), offset, size: 0, len: meta.size },
-        ));
-    }
-    Ok(meta.size - offset)
+    let size = size.map(|s| non_negative("size", s)).transpose()?;
+    py.detach(|| pools::block_on(backend::span_of(&**b, uri, offset, size))).map_py(py)
 }
 
 #[pyfunction]
@@ -93,25 +82,15 @@ pub fn head(py: Python<'_>, uri: &str) -> PyResult<ObjectMeta> {
 #[pyo3(signature = (uri, offset=0, size=None))]
 pub fn read<'py>(py: Python<'py>, uri: &str, offset: i64, size: Option<i64>) -> PyResult<Bound<'py, PyBytes>> {
     let offset = non_negative("offset", offset)?;
+    let size = size.map(|s| non_negative("size", s)).transpose()?;
     let b = resolve(py, uri)?;
-    if offset == 0 && size.is_none() && b.name() != "local" {
-        // A whole remote object: one GET, no HEAD first (a HEAD per object
-        // doubled the per-object cost of small reads from an object store).
-        return match py.detach(|| pools::block_on(b.read_all(uri))) {
-            Ok(data) => Ok(PyBytes::new(py, &data)),
-            Err(e) if e.kind() == dataio_engine::ErrorKind::NotFound => {
-                // Only now ask whether it was a prefix, to say so precisely.
-                match py.detach(|| pools::block_on(b.head(uri))) {
-                    Ok(meta) if meta.is_dir => {
-                        Err(crate::errors::to_pyerr(py, Error::IsADirectory { uri: uri.into() }))
-                    }
-                    _ => Err(crate::errors::to_pyerr(py, e)),
-                }
-            }
-            Err(e) => Err(crate::errors::to_pyerr(py, e)),
-        };
-    }
-    let n = span(py, &b, uri, offset, size)?;
+    let n = match py.detach(|| pools::block_on(backend::read_shape(&*b, uri, offset, size))).map_py(py)? {
+        ReadShape::Whole => {
+            let data = py.detach(|| pools::block_on(backend::read_whole(&*b, uri))).map_py(py)?;
+            return Ok(PyBytes::new(py, &data));
+        }
+        ReadShape::Span(n) => n,
+    };
     PyBytes::new_with(py, n as usize, |dst| {
         if dst.is_empty() {
             // Still check the range (e.g. offset past the end).

@@ -28,7 +28,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<loader::CompiledPlan>()?;
     m.add_class::<loader::RawBatch>()?;
     m.add_class::<loader::NativeLoader>()?;
+    m.add_class::<loader::BatchPlanner>()?;
     m.add_function(wrap_pyfunction!(loader::compile_plan, m)?)?;
+    m.add_function(wrap_pyfunction!(loader::op_table, m)?)?;
     m.add_function(wrap_pyfunction!(dlpack::live_buffers, m)?)?;
     m.add_function(wrap_pyfunction!(formats::decode_image, m)?)?;
     m.add_function(wrap_pyfunction!(formats::tfrecord_split, m)?)?;

@@ -3,7 +3,8 @@
 
 use crate::dlpack::PyTensor;
 use crate::errors::{to_pyerr, IntoPy};
-use crate::source::{PyOps, PySource};
+use crate::source::{PyOps, PyPlannedSource, PySource};
+use dataio_engine::exec::planner::{self, Planner};
 use dataio_engine::exec::{Batch, Loader, Next, Options, Shard, SlotValue};
 use dataio_engine::plan::{self, Plan, Shape};
 use pyo3::exceptions::PyRuntimeError;
@@ -38,7 +39,7 @@ impl CompiledPlan {
     fn shape(&self) -> (String, Option<usize>, Option<String>, bool) {
         match &self.inner.shape {
             Shape::Batch { size, drop_last } => ("batch".into(), Some(*size), None, *drop_last),
-            Shape::GroupBy { key } => ("group_by".into(), None, Some(key.clone()), false),
+            Shape::GroupBy { key, .. } => ("group_by".into(), None, Some(key.clone()), false),
         }
     }
     /// Per slot: (name, static per-sample shape or None, dtype or None).
@@ -46,6 +47,12 @@ impl CompiledPlan {
     fn slots(&self) -> Vec<(String, Option<Vec<usize>>, Option<&'static str>)> {
         self.inner.slots.iter().map(|s| (s.name.clone(), s.static_shape.clone(), s.dtype.map(|d| d.name()))).collect()
     }
+}
+
+/// The built-in ops' parameters as JSON (see `dataio._ops`).
+#[pyfunction]
+pub fn op_table() -> String {
+    plan::ops::op_table().to_string()
 }
 
 #[pyfunction]
@@ -139,14 +146,18 @@ pub struct NativeLoader {
 
 #[pymethods]
 impl NativeLoader {
+    /// `planned=True`: `records` is an iterable of planned batches
+    /// `(seq, end_position, indices, positions, records)` (see
+    /// `dataio.executor.run_planned`), executed as they are.
     #[new]
-    #[pyo3(signature = (plan, records, *, sized, prepare=None, context=None, ops=None, concurrency=16, completion_order=false, skip_errors=false, seed=None, epoch=0, shard_id=0, shard_of=1, pad=false, start=0, global_offset=0))]
+    #[pyo3(signature = (plan, records, *, sized, planned=false, prepare=None, context=None, ops=None, concurrency=16, completion_order=false, skip_errors=false, seed=None, epoch=0, shard_id=0, shard_of=1, pad=false, start=0, global_offset=0, prefetch=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         plan: &CompiledPlan,
         records: Py<PyAny>,
         sized: bool,
+        planned: bool,
         prepare: Option<Py<PyAny>>,
         context: Option<Py<PyAny>>,
         ops: Option<Py<PyAny>>,
@@ -160,8 +171,8 @@ impl NativeLoader {
         pad: bool,
         start: u64,
         global_offset: u64,
+        prefetch: Option<usize>,
     ) -> PyResult<Self> {
-        let source = PySource::new(py, records, sized, plan.inner.fields.clone(), prepare, context)?;
         let opts = Options {
             concurrency: concurrency.max(1),
             completion_order,
@@ -171,10 +182,19 @@ impl NativeLoader {
             shard: Shard { id: shard_id, of: shard_of, pad },
             start,
             global_offset,
+            prefetch,
         };
         let external = ops.map(|call| Arc::new(PyOps { call }) as Arc<dyn dataio_engine::exec::slot::ExternalOps>);
+        let fields = plan.inner.fields.clone();
         let plan = plan.inner.clone();
-        let loader = py.detach(|| Loader::start(plan, Box::new(source), opts, external)).map_py(py)?;
+        let loader = if planned {
+            let rows = PySource::new(py, py.None(), false, fields, prepare, context)?;
+            let source = PyPlannedSource::new(py, records, rows)?;
+            py.detach(|| Loader::start_planned(plan, Box::new(source), opts, external)).map_py(py)?
+        } else {
+            let source = PySource::new(py, records, sized, fields, prepare, context)?;
+            py.detach(|| Loader::start(plan, Box::new(source), opts, external)).map_py(py)?
+        };
         Ok(NativeLoader { inner: Mutex::new(Some(loader)) })
     }
 
@@ -239,5 +259,81 @@ impl NativeLoader {
         d.set_item("batches_ready", s.batches_ready)?;
         d.set_item("elapsed_seconds", s.elapsed_seconds)?;
         Ok(d)
+    }
+}
+
+/// Plans an epoch without executing it: iterates
+/// `(seq, end_position, indices, positions, raw_records)` in submit order
+/// (see `dataio.executor.EpochJob.plan`). The raw records are the source's
+/// objects before record maps; maps run only where the shape stage needs a
+/// field (the `group_by` key).
+#[pyclass(module = "dataio._native", name = "BatchPlanner")]
+pub struct BatchPlanner {
+    inner: Mutex<Box<dyn Planner>>,
+    rank_count: Option<u64>,
+}
+
+#[pymethods]
+impl BatchPlanner {
+    #[new]
+    #[pyo3(signature = (plan, records, *, sized, prepare=None, seed=None, epoch=0, shard_id=0, shard_of=1, pad=false, start=0, global_offset=0))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        plan: &CompiledPlan,
+        records: Py<PyAny>,
+        sized: bool,
+        prepare: Option<Py<PyAny>>,
+        seed: Option<u64>,
+        epoch: u64,
+        shard_id: u64,
+        shard_of: u64,
+        pad: bool,
+        start: u64,
+        global_offset: u64,
+    ) -> PyResult<Self> {
+        let opts = Options {
+            seed,
+            epoch,
+            shard: Shard { id: shard_id, of: shard_of, pad },
+            start,
+            global_offset,
+            ..Default::default()
+        };
+        // Formation reads only the group key; batch() reads nothing.
+        let (fields, prepare) = match &plan.inner.shape {
+            Shape::GroupBy { key, .. } => (vec![key.clone(), "key".to_string()], prepare),
+            Shape::Batch { .. } => (Vec::new(), None),
+        };
+        let source = PySource::new(py, records, sized, fields, prepare, None)?.for_planning();
+        let planner = planner::planner(&plan.inner, Box::new(source), &opts).map_py(py)?;
+        let rank_count = planner.rank_count();
+        Ok(BatchPlanner { inner: Mutex::new(planner), rank_count })
+    }
+
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    #[allow(clippy::type_complexity)] // the tuple is what Python receives
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<(u64, u64, Vec<u64>, Vec<u64>, Vec<Py<PyAny>>)>> {
+        let next = py.detach(|| self.inner.lock().unwrap().next()).map_py(py)?;
+        let Some(b) = next else { return Ok(None) };
+        let mut indices = Vec::with_capacity(b.rows.len());
+        let mut positions = Vec::with_capacity(b.rows.len());
+        let mut records = Vec::with_capacity(b.rows.len());
+        for r in b.rows {
+            indices.push(r.index);
+            positions.push(r.position);
+            let raw = r.record.context.as_ref().and_then(|c| c.downcast_ref::<Py<PyAny>>());
+            records.push(raw.map(|o| o.clone_ref(py)).unwrap_or_else(|| py.None()));
+        }
+        Ok(Some((b.seq, b.end_position, indices, positions, records)))
+    }
+
+    /// Records this rank gets this epoch (sized sources with batch()).
+    #[getter]
+    fn rank_count(&self) -> Option<u64> {
+        self.rank_count
     }
 }

@@ -5,7 +5,7 @@
 use crate::errors::from_pyerr;
 use bytes::Bytes;
 use dataio_engine::exec::slot::ExternalOps;
-use dataio_engine::exec::{Record, RecordSource, Value};
+use dataio_engine::exec::{PlannedBatch, PlannedRow, PlannedSource, Record, RecordSource, Value};
 use dataio_engine::tensor::{DType, Tensor};
 use dataio_engine::{Error, Result};
 use pyo3::prelude::*;
@@ -85,6 +85,9 @@ pub struct PySource {
     prepare: Option<Py<PyAny>>,
     /// `context=`: computed per record, carried to `batch.context`.
     context: Option<Py<PyAny>>,
+    /// Planning for another process: each record carries its raw Python
+    /// object (before record maps) as its context, to be shipped as it is.
+    keep_raw: bool,
 }
 
 impl PySource {
@@ -97,7 +100,12 @@ impl PySource {
         context: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
         let len = if sized { Some(obj.bind(py).len()? as u64) } else { None };
-        Ok(PySource { obj, iter: None, len, fields, prepare, context })
+        Ok(PySource { obj, iter: None, len, fields, prepare, context, keep_raw: false })
+    }
+
+    /// A source for planning only: records keep their raw object (see `keep_raw`).
+    pub fn for_planning(self) -> Self {
+        PySource { keep_raw: true, context: None, ..self }
     }
 
     fn convert(&self, py: Python<'_>, raw: Bound<'_, PyAny>, position: u64) -> Result<Record> {
@@ -108,10 +116,14 @@ impl PySource {
             let _ = e.value(py).call_method1("add_note", (note,));
             from_pyerr(py, e, None)
         };
+        let raw_kept = self.keep_raw.then(|| Arc::new(raw.clone().unbind()) as dataio_engine::exec::record::Context);
         let rec = match &self.prepare {
             Some(f) => f.bind(py).call1((raw,)).map_err(|e| user(e, "dataio.map record"))?,
             None => raw,
         };
+        if self.keep_raw && self.fields.is_empty() {
+            return Ok(Record { fields: Vec::new(), context: raw_kept });
+        }
         let dict = rec.cast::<PyDict>().map_err(|_| {
             let ty = rec.get_type().name().map(|n| n.to_string()).unwrap_or_default();
             Error::invalid(format!(
@@ -132,7 +144,7 @@ impl PySource {
                 let c = f.bind(py).call1((dict,)).map_err(|e| user(e, "context="))?;
                 Some(Arc::new(c.unbind()) as dataio_engine::exec::record::Context)
             }
-            None => None,
+            None => raw_kept,
         };
         Ok(Record { fields, context })
     }
@@ -169,7 +181,11 @@ impl RecordSource for PySource {
         Python::attach(|py| {
             let obj = self.obj.bind(py);
             // Columnar sources hand over whole columns per chunk: no dict per row.
-            if self.prepare.is_none() && self.context.is_none() && obj.hasattr("_dataio_take").unwrap_or(false) {
+            if self.prepare.is_none()
+                && self.context.is_none()
+                && !self.keep_raw
+                && obj.hasattr("_dataio_take").unwrap_or(false)
+            {
                 return self.take_columns(py, obj, indices);
             }
             indices
@@ -205,6 +221,50 @@ impl RecordSource for PySource {
     fn rewind(&mut self) -> Result<()> {
         self.iter = None;
         Ok(())
+    }
+}
+
+/// Batches planned by a trainer (`dataio.executor.run_planned`): a Python
+/// iterable of `(seq, end_position, indices, positions, records)`.
+pub struct PyPlannedSource {
+    iter: Py<PyAny>,
+    records: PySource,
+}
+
+impl PyPlannedSource {
+    pub fn new(py: Python<'_>, planned: Py<PyAny>, records: PySource) -> PyResult<Self> {
+        let iter = planned.bind(py).try_iter()?.into_any().unbind();
+        Ok(PyPlannedSource { iter, records })
+    }
+}
+
+impl PlannedSource for PyPlannedSource {
+    fn next_planned(&mut self) -> Result<Option<PlannedBatch>> {
+        Python::attach(|py| {
+            let wrap = |e: PyErr| from_pyerr(py, e, None);
+            let it = self.iter.bind(py).cast::<pyo3::types::PyIterator>().map_err(|e| Error::invalid(e.to_string()))?;
+            let Some(item) = it.clone().next() else { return Ok(None) };
+            let (seq, end_position, indices, positions, records): (u64, u64, Vec<u64>, Vec<u64>, Vec<Bound<'_, PyAny>>) =
+                item.map_err(wrap)?.extract().map_err(|e: PyErr| {
+                    Error::invalid(format!(
+                        "a planned batch is (seq, end_position, indices, positions, records): {}",
+                        e.value(py)
+                    ))
+                })?;
+            if indices.len() != records.len() || positions.len() != records.len() {
+                return Err(Error::invalid(format!(
+                    "planned batch {seq}: {} indices, {} positions and {} records",
+                    indices.len(),
+                    positions.len(),
+                    records.len()
+                )));
+            }
+            let mut rows = Vec::with_capacity(records.len());
+            for ((index, position), raw) in indices.into_iter().zip(positions).zip(records) {
+                rows.push(PlannedRow { index, position, record: self.records.convert(py, raw, index)? });
+            }
+            Ok(Some(PlannedBatch { seq, rows, end_position }))
+        })
     }
 }
 

@@ -67,7 +67,7 @@ INVALID: list[tuple[str, Callable[[], Any], list[str]]] = [
     ("bad layout", lambda: IMG.normalize("imagenet", layout="WHC"), ["normalize", "layout"]),
     ("bad flip probability type", lambda: IMG.hflip(p="often"), ["hflip", "p"]),
     ("bad cast dtype", lambda: IMG.cast("complex64"), ["cast", "dtype", "complex64"]),
-    ("col where not allowed", lambda: IMG.resize(h=dataio.col("h"), w=4), ["resize", "h", "col"]),
+    ("col where not allowed", lambda: IMG.hflip(p=dataio.col("p")), ['"image"', "hflip", "p", "col"]),
     ("missing tensor_key", lambda: dataio.slot("x").decode_safetensors(None), ["decode_safetensors", "tensor_key"]),
     ("slot without decoder, in a pipeline", lambda: dataio.pipeline(dataio.slot("image"), dataio.batch(2)), ["'image'", "no decoder"]),
     ("slot starting with a transform", lambda: dataio.slot("image").resize(h=2, w=2), ["'image'", "no decoder", "resize"]),

@@ -215,6 +215,9 @@ def test_stats_and_report_show_the_workers(two_workers: RayExecutor) -> None:
     assert slowest["summary"].startswith(f"slowest worker: {slowest['name']} on 127.0.0.1")
     assert f"waiting on {slowest['waiting_on']}" in slowest["summary"]
     assert report.rates["records_per_s"] > 0
+    # The report names the slowest worker, and counts the workers' threads.
+    assert report.slowest_worker == slowest and slowest["summary"] in str(report)
+    assert report.queues["cpu_threads"] == stats["cpu_threads"]
 
 
 def test_closing_mid_epoch_releases_the_actors(ray_cluster: Any) -> None:

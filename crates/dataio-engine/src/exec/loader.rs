@@ -6,15 +6,16 @@
 //! reorders them (submit order) or takes them as they come (completion).
 
 use super::batch::{Batch, BatchBuilder, RowMeta};
+use super::planner::{self, Explicit, PlannedSource, Planner};
 use super::record::{Record, Value};
-use super::schedule::{Schedule, Shard};
+use super::schedule::Shard;
 use super::slot::{decoder_name, eval_field_pred, run_slot, Dest, ExternalOps, SampleKey, SlotInput, SlotOut};
 use super::source::RecordSource;
 use crate::backend;
 use crate::error::{Error, Result, RowContext};
 use crate::plan::{Plan, Shape};
 use crate::pools;
-use crate::uri::{self, Target};
+use futures::FutureExt;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -35,6 +36,8 @@ pub struct Options {
     pub start: u64,
     /// Global positions consumed before an elastic resume (see `Schedule::resumed`).
     pub global_offset: u64,
+    /// Batches ready ahead of the consumer; `None` takes the plan's.
+    pub prefetch: Option<usize>,
 }
 
 impl Default for Options {
@@ -48,6 +51,7 @@ impl Default for Options {
             shard: Shard::default(),
             start: 0,
             global_offset: 0,
+            prefetch: None,
         }
     }
 }
@@ -162,36 +166,42 @@ pub enum Next {
 }
 
 impl Loader {
+    /// Runs `plan` over `source`: batches are formed by the plan's shape
+    /// stage (see [`planner::planner`]).
     pub fn start(
         plan: Arc<Plan>,
-        mut source: Box<dyn RecordSource>,
+        source: Box<dyn RecordSource>,
         opts: Options,
         external: Option<Arc<dyn ExternalOps>>,
     ) -> Result<Loader> {
-        opts.shard.check()?;
-        let len = source.len();
-        let sized = len.is_some();
-        if opts.seed.is_some() && !sized {
-            return Err(Error::invalid("seed= shuffles by index, so the records must be a sized sequence (len() and indexing), not a one-pass iterable"));
-        }
-        if opts.shard.pad && !sized {
-            return Err(Error::invalid("shard pad=True needs a sized sequence of records (len() and indexing)"));
-        }
-        if matches!(plan.shape, Shape::GroupBy { .. }) && opts.seed.is_some() {
-            return Err(Error::invalid("group_by keeps the arrival order of its key, so it cannot be combined with seed= shuffling; shuffle in the sampler instead"));
-        }
-        let schedule = match len {
-            Some(n) if !matches!(plan.shape, Shape::GroupBy { .. }) => {
-                Some(Schedule::resumed(n, opts.seed, opts.epoch, opts.shard, opts.global_offset, opts.start)?)
-            }
-            _ => None,
-        };
-        let rank_count = schedule.as_ref().map(Schedule::count);
+        let planner = planner::planner(&plan, source, &opts)?;
+        Self::run(plan, planner, opts, external)
+    }
+
+    /// Runs batches planned elsewhere (by a trainer's planner, for a worker):
+    /// each comes out as it would from [`Loader::start`] over the same records.
+    pub fn start_planned(
+        plan: Arc<Plan>,
+        source: Box<dyn PlannedSource>,
+        opts: Options,
+        external: Option<Arc<dyn ExternalOps>>,
+    ) -> Result<Loader> {
+        Self::run(plan, Box::new(Explicit::new(source)), opts, external)
+    }
+
+    fn run(
+        plan: Arc<Plan>,
+        planner: Box<dyn Planner>,
+        opts: Options,
+        external: Option<Arc<dyn ExternalOps>>,
+    ) -> Result<Loader> {
+        let rank_count = planner.rank_count();
         let per_batch = match plan.shape {
             Shape::Batch { size, .. } => size,
             Shape::GroupBy { .. } => 1,
         };
-        let window = plan.prefetch + opts.concurrency.div_ceil(per_batch).max(1);
+        let prefetch = opts.prefetch.unwrap_or(plan.prefetch);
+        let window = prefetch + opts.concurrency.div_ceil(per_batch).max(1);
         let (tx, rx) = crossbeam_channel::unbounded();
         let shared = Arc::new(Shared {
             plan: plan.clone(),
@@ -207,7 +217,8 @@ impl Loader {
         let coordinator = std::thread::Builder::new()
             .name("dataio-coordinator".into())
             .spawn(move || {
-                let result = catch_unwind(AssertUnwindSafe(|| coordinate(&sh, &mut *source, schedule)));
+                let mut planner = planner;
+                let result = catch_unwind(AssertUnwindSafe(|| coordinate(&sh, &mut *planner)));
                 match result {
                     Ok(Ok(n)) => {
                         let _ = sh.tx.send(Msg::Done(n));
@@ -373,104 +384,35 @@ fn clone_err(e: &Error) -> Error {
     }
 }
 
-/// Reads records in batch-sized groups and dispatches them. Returns the
-/// number of batches formed.
-fn coordinate(sh: &Arc<Shared>, source: &mut dyn RecordSource, mut schedule: Option<Schedule>) -> Result<u64> {
+/// Takes planned batches and dispatches their rows. Returns the number of
+/// batches formed.
+fn coordinate(sh: &Arc<Shared>, planner: &mut dyn Planner) -> Result<u64> {
     let plan = sh.plan.clone();
     let mut seq = 0u64;
-    let chunk = match plan.shape {
-        Shape::Batch { size, .. } => size.max(16),
-        Shape::GroupBy { .. } => 64,
-    };
-    let mut stream = StreamReader::new(chunk, sh.opts.shard, if schedule.is_none() { sh.opts.start } else { 0 });
-    let mut rank_pos = stream.to_skip;
-    let mut lookahead: Option<(u64, Record)> = None;
     loop {
         if sh.stop.load(Ordering::Acquire) {
             break;
         }
-        // Gather the next batch's rows: (global index, rank position, record).
-        let mut rows: Vec<(u64, u64, Record)> = Vec::new();
-        match (&plan.shape, schedule.as_mut()) {
-            (Shape::Batch { size, .. }, Some(sched)) => {
-                let picks = sched.take(*size as u64);
-                if !picks.is_empty() {
-                    let indices: Vec<u64> = picks.iter().map(|p| p.1).collect();
-                    let t0 = Instant::now();
-                    let recs = source.get(&indices)?;
-                    sh.counters.source_ns.fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
-                    if recs.len() != indices.len() {
-                        return Err(Error::invalid(format!(
-                            "the record source returned {} records for {} indices",
-                            recs.len(),
-                            indices.len()
-                        )));
-                    }
-                    rows = picks.iter().zip(recs).map(|(&(pos, idx), r)| (idx, pos, r)).collect();
-                }
-            }
-            (Shape::Batch { size, .. }, None) => {
-                while rows.len() < *size {
-                    match stream.next(source, &sh.counters)? {
-                        Some((pos, rec)) => {
-                            rows.push((pos, rank_pos, rec));
-                            rank_pos += 1;
-                        }
-                        None => break,
-                    }
-                }
-            }
-            (Shape::GroupBy { key }, _) => {
-                let mut group: Option<Value> = None;
-                loop {
-                    let item = match lookahead.take() {
-                        Some(x) => Some(x),
-                        None => stream.next(source, &sh.counters)?,
-                    };
-                    let Some((pos, rec)) = item else { break };
-                    let k = rec.get(key).cloned().ok_or_else(|| {
-                        Error::invalid(format!(
-                            "group_by({key:?}): record {} (position {pos}) has no field {key:?}",
-                            rec.key(pos)
-                        ))
-                    })?;
-                    match &group {
-                        None => group = Some(k),
-                        Some(g) if *g == k => {}
-                        Some(_) => {
-                            lookahead = Some((pos, rec));
-                            break;
-                        }
-                    }
-                    rows.push((pos, rank_pos, rec));
-                    rank_pos += 1;
-                }
-            }
-        }
-        if rows.is_empty() {
-            break;
-        }
-        if let Shape::Batch { size, drop_last: true } = plan.shape {
-            if rows.len() < size {
-                break;
-            }
-        }
+        let t0 = Instant::now();
+        let planned = planner.next()?;
+        sh.counters.source_ns.fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        let Some(planned) = planned else { break };
         if !sh.window.acquire(&sh.stop) {
             break;
         }
-        let end_position = rows.last().map(|r| r.1 + 1).unwrap_or(0);
-        let metas: Vec<RowMeta> = rows
+        let metas: Vec<RowMeta> = planned
+            .rows
             .iter()
-            .map(|(idx, pos, rec)| RowMeta {
-                index: *idx,
-                position: *pos,
-                key: rec.key(*idx),
-                context: rec.context.clone(),
+            .map(|r| RowMeta {
+                index: r.index,
+                position: r.position,
+                key: r.record.key(r.index),
+                context: r.record.context.clone(),
             })
             .collect();
-        let builder = Arc::new(BatchBuilder::new(seq, &plan, metas, end_position));
+        let builder = Arc::new(BatchBuilder::new(seq, &plan, metas, planned.end_position));
         sh.counters.batches_built.fetch_add(1, Ordering::Relaxed);
-        for (row, (idx, _pos, rec)) in rows.into_iter().enumerate() {
+        for (row, r) in planned.rows.into_iter().enumerate() {
             if !sh.admission.acquire(&sh.stop) {
                 // Closing: account for the rows never dispatched.
                 if builder.row_done() {
@@ -479,63 +421,21 @@ fn coordinate(sh: &Arc<Shared>, source: &mut dyn RecordSource, mut schedule: Opt
                 continue;
             }
             sh.counters.records_admitted.fetch_add(1, Ordering::Relaxed);
-            dispatch(sh.clone(), builder.clone(), row, idx, rec);
+            dispatch(sh.clone(), builder.clone(), row, r.index, r.record);
         }
         seq += 1;
     }
     Ok(seq)
 }
 
-/// Reads a one-pass source in chunks, keeping this rank's records.
-struct StreamReader {
-    buffered: std::collections::VecDeque<Record>,
-    exhausted: bool,
-    pos: u64,
-    to_skip: u64,
-    chunk: usize,
-    shard: Shard,
-}
-
-impl StreamReader {
-    fn new(chunk: usize, shard: Shard, to_skip: u64) -> Self {
-        StreamReader { buffered: Default::default(), exhausted: false, pos: 0, to_skip, chunk, shard }
-    }
-
-    /// The next (stream position, record) of this rank, after any resume skip.
-    fn next(&mut self, source: &mut dyn RecordSource, counters: &Counters) -> Result<Option<(u64, Record)>> {
-        loop {
-            if self.buffered.is_empty() {
-                if self.exhausted {
-                    return Ok(None);
-                }
-                let t0 = Instant::now();
-                let more = source.next_chunk(self.chunk)?;
-                counters.source_ns.fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
-                if more.is_empty() {
-                    self.exhausted = true;
-                    return Ok(None);
-                }
-                self.buffered.extend(more);
-            }
-            let rec = self.buffered.pop_front().expect("non-empty");
-            let pos = self.pos;
-            self.pos += 1;
-            if pos % self.shard.of == self.shard.id {
-                if self.to_skip > 0 {
-                    self.to_skip -= 1;
-                    continue;
-                }
-                return Ok(Some((pos, rec)));
-            }
-        }
-    }
-}
-
 /// What a slot's field holds, once looked at.
 enum Input {
     Ready(SlotInput),
-    Local(String),
-    Remote(String),
+    /// A URI whose backend reads from memory (`Capabilities::mapped`): read
+    /// inline on the CPU thread that decodes it.
+    Inline(Arc<dyn backend::Backend>, String),
+    /// A URI whose reads wait on a network: fetched on the IO runtime first.
+    Remote(Arc<dyn backend::Backend>, String),
     Missing,
 }
 
@@ -555,11 +455,13 @@ fn classify(plan: &Plan, rec: &Record, idx: u64) -> Vec<Result<Input>> {
                     "field {:?} is None (make the slot optional=True to allow that)",
                     slot.field
                 ))),
-                Some(Value::Str(s)) => match uri::parse(s) {
-                    Ok(Target::Local(_)) => Ok(Input::Local(s.clone())),
-                    Ok(Target::Remote { .. }) => Ok(Input::Remote(s.clone())),
-                    Err(e) => Err(e),
-                },
+                Some(Value::Str(s)) => backend::backend_for(s).map(|(b, _)| {
+                    if b.capabilities().mapped {
+                        Input::Inline(b, s.clone())
+                    } else {
+                        Input::Remote(b, s.clone())
+                    }
+                }),
                 Some(Value::Bytes(b)) => Ok(Input::Ready(SlotInput::Data(b.clone()))),
                 Some(v) => Ok(Input::Ready(SlotInput::Scalar(v.clone()))),
             }
@@ -578,7 +480,7 @@ fn classify(plan: &Plan, rec: &Record, idx: u64) -> Vec<Result<Input>> {
 
 fn dispatch(sh: Arc<Shared>, builder: Arc<BatchBuilder>, row: usize, idx: u64, rec: Record) {
     let inputs = classify(&sh.plan, &rec, idx);
-    let remote = inputs.iter().any(|i| matches!(i, Ok(Input::Remote(_))));
+    let remote = inputs.iter().any(|i| matches!(i, Ok(Input::Remote(..))));
     if !remote {
         let pools = pools::get();
         pools.cpu.spawn(move || process(&sh, &builder, row, idx, &rec, inputs));
@@ -590,12 +492,8 @@ fn dispatch(sh: Arc<Shared>, builder: Arc<BatchBuilder>, row: usize, idx: u64, r
         let mut fetched = Vec::with_capacity(inputs.len());
         for (si, input) in inputs.into_iter().enumerate() {
             fetched.push(match input {
-                Ok(Input::Remote(u)) if !sh.stop.load(Ordering::Acquire) => {
-                    let r = match backend::backend_for(&u) {
-                        Ok((b, _)) => b.read_all(&u).await,
-                        Err(e) => Err(e),
-                    };
-                    match r {
+                Ok(Input::Remote(b, u)) if !sh.stop.load(Ordering::Acquire) => {
+                    match b.read_all(&u).await {
                         Ok(data) => {
                             sh.counters.bytes_read.fetch_add(data.len() as u64, Ordering::Relaxed);
                             Ok(Input::Ready(SlotInput::Data(data)))
@@ -653,7 +551,7 @@ fn process(
         if let Ok(batch) = &mut result {
             if !sh.plan.batch_ops.is_empty() {
                 let seed = sh.opts.seed.unwrap_or(0);
-                if let Err(e) = crate::batch_ops::apply(&sh.plan.batch_ops, batch, seed, sh.opts.epoch, first_position)
+                if let Err(e) = super::batch_ops::apply(&sh.plan.batch_ops, batch, seed, sh.opts.epoch, first_position)
                 {
                     result = Err(e);
                 }
@@ -683,15 +581,20 @@ fn process_row(
         let (input, uri) = match input? {
             Input::Missing => continue,
             Input::Ready(i) => (i, None),
-            Input::Local(u) => {
+            Input::Inline(b, u) => {
                 let t0 = Instant::now();
-                let data =
-                    crate::local::read_range_sync(&u, 0, None).map_err(|e| e.in_row(ctx("read", Some(u.clone()))))?;
+                // A mapped backend's read completes on its first poll.
+                let read = b.read_all(&u);
+                let data = match read.now_or_never() {
+                    Some(r) => r,
+                    None => pools::block_on(b.read_all(&u)),
+                }
+                .map_err(|e| e.in_row(ctx("read", Some(u.clone()))))?;
                 sh.counters.fetch_ns.fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
                 sh.counters.bytes_read.fetch_add(data.len() as u64, Ordering::Relaxed);
                 (SlotInput::Data(data), Some(u))
             }
-            Input::Remote(u) => unreachable!("remote input {u} should have been fetched"),
+            Input::Remote(_, u) => unreachable!("remote input {u} should have been fetched"),
         };
         let key = SampleKey { seed: sh.opts.seed.unwrap_or(0), epoch: sh.opts.epoch, index: idx, slot: si as u64 };
         let t0 = Instant::now();

@@ -1,7 +1,9 @@
 //! The pipeline executor: records in, batches out.
 
 pub mod batch;
+pub mod batch_ops;
 pub mod loader;
+pub mod planner;
 pub mod record;
 pub mod schedule;
 pub mod slot;
@@ -9,6 +11,7 @@ pub mod source;
 
 pub use batch::{Batch, SlotValue};
 pub use loader::{Loader, Next, Options, Stats};
+pub use planner::{PlannedBatch, PlannedRow, PlannedSource};
 pub use record::{Record, Value};
 pub use schedule::Shard;
 pub use source::{RecordSource, VecSource};

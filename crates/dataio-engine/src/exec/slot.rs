@@ -3,12 +3,14 @@
 
 use super::record::{Record, Value};
 use crate::error::{Error, Result};
-use crate::image::finish::{read_scalar, write_scalar, Finish};
+use crate::image::finish::Finish;
 use crate::image::geometry::{render, render_with, Geo};
 use crate::image::{self, jpeg, Pixels};
+use crate::plan::ops::Dim;
 use crate::plan::{Cmp, Decoder, ImageMode, Param, Pred, SlotProgram, Step};
 use crate::rng::{key, Stream};
-use crate::tensor::{AlignedBuf, DType, Tensor};
+use crate::tensor::{read_scalar, write_scalar, AlignedBuf, DType, Tensor};
+use std::borrow::Cow;
 use bytes::Bytes;
 use serde_json::{Map, Value as Json};
 use std::sync::Arc;
@@ -68,9 +70,9 @@ pub fn eval_field_pred(pred: &Pred, record: &Record) -> bool {
             }
         }
         Pred::Shape { .. } => false,
-        Pred::And(v) => v.iter().all(|p| eval_field_pred(p, record)),
-        Pred::Or(v) => v.iter().any(|p| eval_field_pred(p, record)),
-        Pred::Not(p) => !eval_field_pred(p, record),
+        Pred::And { and: v } => v.iter().all(|p| eval_field_pred(p, record)),
+        Pred::Or { or: v } => v.iter().any(|p| eval_field_pred(p, record)),
+        Pred::Not { not: p } => !eval_field_pred(p, record),
     }
 }
 
@@ -92,9 +94,9 @@ fn eval_shape_pred(pred: &Pred, shape: &[usize], record: &Record) -> bool {
             }
         }
         Pred::Col { .. } => eval_field_pred(pred, record),
-        Pred::And(v) => v.iter().all(|p| eval_shape_pred(p, shape, record)),
-        Pred::Or(v) => v.iter().any(|p| eval_shape_pred(p, shape, record)),
-        Pred::Not(p) => !eval_shape_pred(p, shape, record),
+        Pred::And { and: v } => v.iter().all(|p| eval_shape_pred(p, shape, record)),
+        Pred::Or { or: v } => v.iter().any(|p| eval_shape_pred(p, shape, record)),
+        Pred::Not { not: p } => !eval_shape_pred(p, shape, record),
     }
 }
 
@@ -145,13 +147,74 @@ impl Walker<'_> {
                 }
                 s if s.is_geometry() => {
                     let k = self.key;
-                    self.r.geo.apply(s, &mut || k.stream(op_path))?;
+                    let s = resolve_cols(s, self.record)?;
+                    self.r.geo.apply(&s, &mut || k.stream(op_path))?;
                 }
                 other => self.r.tail.push(other.clone()),
             }
         }
         Ok(())
     }
+}
+
+/// An integer field of the record feeding parameter `param` of `op`.
+fn record_int(record: &Record, field: &str, op: &str, param: &str) -> Result<i64> {
+    let what = || format!("{param}=dataio.col({field:?})");
+    match record.get(field) {
+        Some(Value::Int(i)) => Ok(*i),
+        Some(Value::Float(f)) if f.fract() == 0.0 && f.abs() < 9.0e15 => Ok(*f as i64),
+        None | Some(Value::Null) => {
+            Err(Error::decode(op, format!("{}: the record has no field {field:?} (or it is None)", what())))
+        }
+        Some(other) => Err(Error::decode(
+            op,
+            format!("{}: field {field:?} must be an integer, got {}", what(), other.display()),
+        )),
+    }
+}
+
+/// The step with its per-record parameters (`dataio.col`) read from the
+/// record; the step itself when it has none.
+fn resolve_cols<'a>(step: &'a Step, record: &Record) -> Result<Cow<'a, Step>> {
+    if step.cols().is_empty() {
+        return Ok(Cow::Borrowed(step));
+    }
+    let op = step.name();
+    let dim = |p: &Param<Dim>, name: &str| -> Result<Param<Dim>> {
+        match p {
+            Param::Fixed(_) => Ok(p.clone()),
+            Param::Col(f) => {
+                let n = record_int(record, f, op, name)?;
+                Dim::check(n)
+                    .map(|v| Param::Fixed(Dim(v)))
+                    .map_err(|e| Error::decode(op, format!("{name}=dataio.col({f:?}): field {f:?} {e}")))
+            }
+        }
+    };
+    let int = |p: &Param<i64>, name: &str| -> Result<Param<i64>> {
+        match p {
+            Param::Fixed(_) => Ok(p.clone()),
+            Param::Col(f) => record_int(record, f, op, name).map(Param::Fixed),
+        }
+    };
+    let mut s = step.clone();
+    match &mut s {
+        Step::Resize(r) => (r.h, r.w) = (dim(&r.h, "h")?, dim(&r.w, "w")?),
+        Step::ResizeShort(r) => {
+            r.size = dim(&r.size, "size")?;
+            r.max_size = r.max_size.as_ref().map(|m| dim(m, "max_size")).transpose()?;
+        }
+        Step::ResizeLong(r) => r.size = dim(&r.size, "size")?,
+        Step::CenterCrop(c) => (c.h, c.w) = (dim(&c.h, "h")?, dim(&c.w, "w")?),
+        Step::Crop(c) => {
+            (c.top, c.left) = (int(&c.top, "top")?, int(&c.left, "left")?);
+            (c.h, c.w) = (dim(&c.h, "h")?, dim(&c.w, "w")?);
+        }
+        Step::RandomCrop(c) => (c.h, c.w) = (dim(&c.h, "h")?, dim(&c.w, "w")?),
+        Step::RandomResizedCrop(c) => (c.h, c.w) = (dim(&c.h, "h")?, dim(&c.w, "w")?),
+        _ => {}
+    }
+    Ok(Cow::Owned(s))
 }
 
 fn resolve(steps: &[Step], w: u32, h: u32, channels: usize, key: SampleKey, record: &Record) -> Result<Resolved> {
@@ -218,27 +281,36 @@ fn dct_num(geo: &Geo) -> u32 {
     [1u32, 2, 4].into_iter().find(|&m| shrink * m as f64 >= 8.0).unwrap_or(8)
 }
 
-#[allow(clippy::too_many_arguments)]
-fn run_image(
-    data: &[u8],
+/// `decode_image`'s parameters.
+#[derive(Debug, Clone, Copy)]
+struct ImageOptions {
     mode: ImageMode,
     max_pixels: u64,
     dct_scaling: bool,
+    /// Apply the EXIF orientation tag (any format that carries one).
+    exif: bool,
+}
+
+fn run_image(
+    data: &[u8],
+    opts: ImageOptions,
     steps: &[Step],
     key: SampleKey,
     record: &Record,
     external: Option<&dyn ExternalOps>,
     dest: Dest<'_>,
 ) -> Result<SlotOut> {
+    let ImageOptions { mode, max_pixels, dct_scaling, exif } = opts;
     let channels = mode.channels();
     let (pixels, origin, scale, resolved) = if jpeg::is_jpeg(data) {
         let mut resolved = None;
-        let (header, dec) = jpeg::decode(data, image::jpeg_mode(mode), max_pixels, |h| {
-            let transposed = h.orientation >= 5;
+        let (mut header, dec) = jpeg::decode(data, image::jpeg_mode(mode), max_pixels, |h| {
+            let orientation = if exif { h.orientation } else { 1 };
+            let transposed = orientation >= 5;
             let (w, hh) = if transposed { (h.height, h.width) } else { (h.width, h.height) };
             let r = resolve(steps, w, hh, channels, key, record)?;
             let m = if dct_scaling { dct_num(&r.geo) } else { 8 };
-            let roi = if h.orientation == 1 && r.external.is_none() {
+            let roi = if orientation == 1 && r.external.is_none() {
                 let (x, y, rw, rh) = r.geo.source_region(w, hh);
                 // Full-size coordinates to scaled ones (rounding outward).
                 let (sx, sy) = (x * m / 8, y * m / 8);
@@ -258,6 +330,9 @@ fn run_image(
             Ok(jpeg::DecodePlan { scale_num: m, roi, rgbx })
         })?;
         let r = resolved.expect("resolved in the plan callback");
+        if !exif {
+            header.orientation = 1;
+        }
         let (sw, sh) = dec.scaled_size;
         let px = Pixels { width: dec.width, height: dec.height, channels: dec.channels, data: dec.data };
         let px = image::orient(px, header.orientation);
@@ -269,7 +344,7 @@ fn run_image(
         (px, origin, scale, r)
     } else {
         let (px, orientation) = image::decode_other(data, mode, max_pixels)?;
-        let px = image::orient(px, orientation);
+        let px = if exif { image::orient(px, orientation) } else { px };
         let r = resolve(steps, px.width, px.height, channels, key, record)?;
         (px, (0.0, 0.0), (1.0, 1.0), r)
     };
@@ -392,7 +467,8 @@ fn place(t: Tensor, dest: Dest<'_>) -> Result<SlotOut> {
     }
 }
 
-/// Runs `slot` on one record's input.
+/// Runs `slot` on one record's input. Third-party decoding runs guarded: a
+/// panic in it is a `DecodeError` of the slot's decoder (see [`crate::guard`]).
 pub fn run_slot(
     slot: &SlotProgram,
     input: SlotInput,
@@ -401,9 +477,21 @@ pub fn run_slot(
     external: Option<&dyn ExternalOps>,
     dest: Dest<'_>,
 ) -> Result<SlotOut> {
+    crate::guard::decoding(decoder_name(&slot.decoder), || run_slot_unguarded(slot, input, record, key, external, dest))
+}
+
+fn run_slot_unguarded(
+    slot: &SlotProgram,
+    input: SlotInput,
+    record: &Record,
+    key: SampleKey,
+    external: Option<&dyn ExternalOps>,
+    dest: Dest<'_>,
+) -> Result<SlotOut> {
     match (&slot.decoder, input) {
-        (Decoder::Image { mode, max_pixels, dct_scaling }, SlotInput::Data(data)) => {
-            run_image(&data, *mode, *max_pixels, *dct_scaling, &slot.steps, key, record, external, dest)
+        (Decoder::Image { mode, max_pixels, dct_scaling, exif }, SlotInput::Data(data)) => {
+            let opts = ImageOptions { mode: *mode, max_pixels: *max_pixels, dct_scaling: *dct_scaling, exif: *exif };
+            run_image(&data, opts, &slot.steps, key, record, external, dest)
         }
         (Decoder::Image { .. }, SlotInput::Scalar(v)) => {
             Err(Error::decode("decode_image", format!("expected image bytes or a path, got the value {}", v.display())))

@@ -28,6 +28,10 @@ fn bad(uri: &str, what: impl std::fmt::Display) -> Error {
 
 /// Finds every record's payload `(offset, len)` in a whole file.
 pub fn split_records(uri: &str, data: &[u8], check_crc: bool) -> Result<Vec<(usize, usize)>> {
+    crate::guard::catch(|m| Error::corrupt(uri, "TFRecord file", format!("the parser failed on it ({m})")), || split_records_unguarded(uri, data, check_crc))
+}
+
+fn split_records_unguarded(uri: &str, data: &[u8], check_crc: bool) -> Result<Vec<(usize, usize)>> {
     let mut out = Vec::new();
     let mut pos = 0usize;
     while pos < data.len() {
@@ -192,6 +196,13 @@ fn parse_feature<'a>(buf: &'a [u8]) -> Option<Feature<'a>> {
 
 /// Parses a serialized `tf.train.Example`.
 pub fn parse_example<'a>(uri: &str, index: usize, buf: &'a [u8]) -> Result<Vec<(String, Feature<'a>)>> {
+    crate::guard::catch(
+        |m| Error::corrupt(uri, format!("tf.train.Example (record {index})"), format!("the parser failed on it ({m})")),
+        || parse_example_unguarded(uri, index, buf),
+    )
+}
+
+fn parse_example_unguarded<'a>(uri: &str, index: usize, buf: &'a [u8]) -> Result<Vec<(String, Feature<'a>)>> {
     let err = || bad(uri, format!("record {index} is not a valid tf.train.Example"));
     let mut p = Pb { buf, pos: 0 };
     let mut out = Vec::new();

@@ -6,7 +6,7 @@
 use super::Pixels;
 use crate::error::{Error, Result};
 use crate::plan::{Layout, Step};
-use crate::tensor::DType;
+use crate::tensor::{write_scalar, DType};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Finish {
@@ -355,46 +355,6 @@ unsafe fn normalize_row3_avx2(src: &[u8], p0: &mut [f32], p1: &mut [f32], p2: &m
             k += 16;
         }
         normalize_row_generic::<3>(&src[3 * k..], &mut p0[k..], &mut p1[k..], &mut p2[k..], ms);
-    }
-}
-
-/// Writes one value as `dtype` (numpy's astype semantics: truncation for ints).
-pub fn write_scalar(dtype: DType, v: f64, out: &mut [u8]) {
-    match dtype {
-        DType::U8 => out[0] = v.clamp(0.0, 255.0) as u8,
-        DType::I8 => out[0] = (v as i8) as u8,
-        DType::Bool => out[0] = (v != 0.0) as u8,
-        DType::I16 => out.copy_from_slice(&(v as i16).to_ne_bytes()),
-        DType::U16 => out.copy_from_slice(&(v as u16).to_ne_bytes()),
-        DType::I32 => out.copy_from_slice(&(v as i32).to_ne_bytes()),
-        DType::U32 => out.copy_from_slice(&(v as u32).to_ne_bytes()),
-        DType::I64 => out.copy_from_slice(&(v as i64).to_ne_bytes()),
-        DType::U64 => out.copy_from_slice(&(v as u64).to_ne_bytes()),
-        DType::F16 => out.copy_from_slice(&half::f16::from_f64(v).to_ne_bytes()),
-        DType::BF16 => out.copy_from_slice(&half::bf16::from_f64(v).to_ne_bytes()),
-        DType::F32 => out.copy_from_slice(&(v as f32).to_ne_bytes()),
-        DType::F64 => out.copy_from_slice(&v.to_ne_bytes()),
-        DType::F8E4M3 | DType::F8E5M2 => out[0] = 0,
-    }
-}
-
-/// Reads one element of `dtype` as f64.
-pub fn read_scalar(dtype: DType, b: &[u8]) -> f64 {
-    match dtype {
-        DType::U8 => b[0] as f64,
-        DType::I8 => b[0] as i8 as f64,
-        DType::Bool => (b[0] != 0) as u8 as f64,
-        DType::I16 => i16::from_ne_bytes([b[0], b[1]]) as f64,
-        DType::U16 => u16::from_ne_bytes([b[0], b[1]]) as f64,
-        DType::I32 => i32::from_ne_bytes(b[..4].try_into().unwrap()) as f64,
-        DType::U32 => u32::from_ne_bytes(b[..4].try_into().unwrap()) as f64,
-        DType::I64 => i64::from_ne_bytes(b[..8].try_into().unwrap()) as f64,
-        DType::U64 => u64::from_ne_bytes(b[..8].try_into().unwrap()) as f64,
-        DType::F16 => half::f16::from_ne_bytes([b[0], b[1]]).to_f64(),
-        DType::BF16 => half::bf16::from_ne_bytes([b[0], b[1]]).to_f64(),
-        DType::F32 => f32::from_ne_bytes(b[..4].try_into().unwrap()) as f64,
-        DType::F64 => f64::from_ne_bytes(b[..8].try_into().unwrap()),
-        DType::F8E4M3 | DType::F8E5M2 => f64::NAN,
     }
 }
 

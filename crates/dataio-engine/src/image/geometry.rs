@@ -14,7 +14,8 @@
 
 use super::Pixels;
 use crate::error::{Error, Result};
-use crate::plan::{Interp, Step};
+use crate::plan::ops::Dim;
+use crate::plan::{Interp, Param, Step};
 use crate::rng::Stream;
 use fast_image_resize as fir;
 
@@ -103,17 +104,19 @@ impl Geo {
     }
 
     /// Applies one geometry step. `rng` gives the step's keyed stream.
+    /// Per-record parameters must have been resolved (`exec::slot` does it).
     pub fn apply(&mut self, step: &Step, rng: &mut dyn FnMut() -> Stream) -> Result<()> {
         match step {
-            Step::Resize { h, w, interp, antialias } => self.resize(*w, *h, *interp, *antialias),
-            Step::ResizeShort { size, interp, antialias, max_size } => {
+            Step::Resize(r) => self.resize(dim(&r.w)?, dim(&r.h)?, r.interpolation, r.antialias),
+            Step::ResizeShort(r) => {
+                let size = dim(&r.size)? as u64;
                 let (w, h) = (self.w as u64, self.h as u64);
                 let (short, long) = if w <= h { (w, h) } else { (h, w) };
-                let mut new_short = *size as u64;
-                let mut new_long = (*size as u64 * long) / short.max(1);
-                if let Some(m) = max_size {
-                    let m = *m as u64;
-                    if m <= *size as u64 {
+                let mut new_short = size;
+                let mut new_long = (size * long) / short.max(1);
+                if let Some(m) = &r.max_size {
+                    let m = dim(m)? as u64;
+                    if m <= size {
                         return Err(Error::invalid(format!(
                             "resize_short: max_size ({m}) must be larger than size ({size})"
                         )));
@@ -124,28 +127,29 @@ impl Geo {
                     }
                 }
                 let (nw, nh) = if w <= h { (new_short, new_long) } else { (new_long, new_short) };
-                self.resize(nw.max(1) as u32, nh.max(1) as u32, *interp, *antialias);
+                self.resize(nw.max(1) as u32, nh.max(1) as u32, r.interpolation, r.antialias);
             }
-            Step::ResizeLong { size, interp, antialias } => {
+            Step::ResizeLong(r) => {
+                let size = dim(&r.size)? as u64;
                 let (w, h) = (self.w as u64, self.h as u64);
-                let (nw, nh) = if w >= h {
-                    (*size as u64, *size as u64 * h / w.max(1))
-                } else {
-                    (*size as u64 * w / h.max(1), *size as u64)
-                };
-                self.resize(nw.max(1) as u32, nh.max(1) as u32, *interp, *antialias);
+                let (nw, nh) = if w >= h { (size, size * h / w.max(1)) } else { (size * w / h.max(1), size) };
+                self.resize(nw.max(1) as u32, nh.max(1) as u32, r.interpolation, r.antialias);
             }
-            Step::CenterCrop { h, w } => self.center_crop(*w, *h),
-            Step::Crop { top, left, h, w } => self.crop(*left as f64, *top as f64, *w, *h),
-            Step::RandomCrop { h, w } => {
+            Step::CenterCrop(c) => self.center_crop(dim(&c.w)?, dim(&c.h)?),
+            Step::Crop(c) => {
+                let (top, left) = (fixed(&c.top)?, fixed(&c.left)?);
+                self.crop(left as f64, top as f64, dim(&c.w)?, dim(&c.h)?)
+            }
+            Step::RandomCrop(c) => {
+                let (w, h) = (dim(&c.w)?, dim(&c.h)?);
                 let mut s = rng();
-                let left =
-                    if *w <= self.w { s.below((self.w - w + 1) as u64) as f64 } else { -(((w - self.w) / 2) as f64) };
-                let top =
-                    if *h <= self.h { s.below((self.h - h + 1) as u64) as f64 } else { -(((h - self.h) / 2) as f64) };
-                self.crop(left, top, *w, *h);
+                let left = if w <= self.w { s.below((self.w - w + 1) as u64) as f64 } else { -(((w - self.w) / 2) as f64) };
+                let top = if h <= self.h { s.below((self.h - h + 1) as u64) as f64 } else { -(((h - self.h) / 2) as f64) };
+                self.crop(left, top, w, h);
             }
-            Step::RandomResizedCrop { h, w, scale, ratio, interp, antialias } => {
+            Step::RandomResizedCrop(c) => {
+                let (w, h) = (dim(&c.w)?, dim(&c.h)?);
+                let (scale, ratio) = (c.scale.0, c.ratio.0);
                 let mut s = rng();
                 let (iw, ih) = (self.w as f64, self.h as f64);
                 let area = iw * ih;
@@ -175,7 +179,7 @@ impl Geo {
                     (((self.w - cw) / 2) as f64, ((self.h - ch) / 2) as f64, cw.max(1), ch.max(1))
                 });
                 self.crop(left, top, cw, ch);
-                self.resize(*w, *h, *interp, *antialias);
+                self.resize(w, h, c.interpolation, c.antialias);
             }
             Step::HFlip { p } => {
                 if rng().bernoulli(*p) {
@@ -216,6 +220,14 @@ impl Geo {
         let b = (self.oy + y1 as f64 * self.sy + reach_y).ceil().min(src_h as f64);
         (l as u32, t as u32, (r - l).max(1.0) as u32, (b - t).max(1.0) as u32)
     }
+}
+
+fn fixed<T: Copy>(p: &Param<T>) -> Result<T> {
+    p.fixed().ok_or_else(|| Error::invalid("internal error: a per-record parameter reached the kernel unresolved"))
+}
+
+fn dim(p: &Param<Dim>) -> Result<u32> {
+    fixed(p).map(|d| d.0)
 }
 
 fn algorithm(interp: Interp, antialias: bool) -> fir::ResizeAlg {
@@ -334,6 +346,11 @@ pub fn render_with(geo: &Geo, src: &Pixels, origin: (f64, f64), scale: (f64, f64
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::ops::{CenterCrop, Crop, RandomResizedCrop, Range, ResizeShort};
+
+    fn center_crop(h: u32, w: u32) -> Step {
+        Step::CenterCrop(CenterCrop { h: Param::Fixed(Dim(h)), w: Param::Fixed(Dim(w)) })
+    }
 
     fn stream() -> Stream {
         Stream::new(0, 0, 0, 0)
@@ -342,10 +359,15 @@ mod tests {
     #[test]
     fn resize_short_then_center_crop_matches_torchvision_sizes() {
         let mut g = Geo::new(800, 600);
-        let s = Step::ResizeShort { size: 256, interp: Interp::Bilinear, antialias: true, max_size: None };
+        let s = Step::ResizeShort(ResizeShort {
+            size: Param::Fixed(Dim(256)),
+            interpolation: Interp::Bilinear,
+            antialias: true,
+            max_size: None,
+        });
         g.apply(&s, &mut stream).unwrap();
         assert_eq!((g.w, g.h), (341, 256));
-        g.apply(&Step::CenterCrop { h: 224, w: 224 }, &mut stream).unwrap();
+        g.apply(&center_crop(224, 224), &mut stream).unwrap();
         assert_eq!((g.w, g.h), (224, 224));
         // left = round((341-224)/2) = round(58.5) = 58 (half to even); top = 16
         // Per-axis scales: 800/341 across, 600/256 down.
@@ -356,7 +378,7 @@ mod tests {
     #[test]
     fn oversize_center_crop_pads_like_torchvision() {
         let mut g = Geo::new(3, 3);
-        g.apply(&Step::CenterCrop { h: 6, w: 6 }, &mut stream).unwrap();
+        g.apply(&center_crop(6, 6), &mut stream).unwrap();
         assert_eq!(g.valid_px(), (1, 1, 4, 4));
         let src = Pixels { width: 3, height: 3, channels: 1, data: (1..=9).collect() };
         let out = render(&g, &src, (0.0, 0.0), (1.0, 1.0)).unwrap();
@@ -368,7 +390,8 @@ mod tests {
     fn plain_crops_copy_pixels_exactly() {
         let src = Pixels { width: 4, height: 4, channels: 1, data: (0..16).collect() };
         let mut g = Geo::new(4, 4);
-        g.apply(&Step::Crop { top: 1, left: 2, h: 2, w: 2 }, &mut stream).unwrap();
+        let crop = Crop { top: Param::Fixed(1), left: Param::Fixed(2), h: Param::Fixed(Dim(2)), w: Param::Fixed(Dim(2)) };
+        g.apply(&Step::Crop(crop), &mut stream).unwrap();
         let out = render(&g, &src, (0.0, 0.0), (1.0, 1.0)).unwrap();
         assert_eq!(out.data, vec![6, 7, 10, 11]);
     }
@@ -383,14 +406,14 @@ mod tests {
 
     #[test]
     fn random_resized_crop_is_keyed() {
-        let step = Step::RandomResizedCrop {
-            h: 32,
-            w: 32,
-            scale: (0.08, 1.0),
-            ratio: (0.75, 4.0 / 3.0),
-            interp: Interp::Bilinear,
+        let step = Step::RandomResizedCrop(RandomResizedCrop {
+            h: Param::Fixed(Dim(32)),
+            w: Param::Fixed(Dim(32)),
+            scale: Range((0.08, 1.0)),
+            ratio: Range((0.75, 4.0 / 3.0)),
+            interpolation: Interp::Bilinear,
             antialias: true,
-        };
+        });
         let run = |idx| {
             let mut g = Geo::new(500, 375);
             g.apply(&step, &mut || Stream::new(42, 0, idx, 1)).unwrap();

@@ -83,6 +83,17 @@ pub fn luma(r: u8, g: u8, b: u8) -> u8 {
 
 /// Decodes a non-JPEG image (PNG, WebP, GIF, BMP, TIFF, ...) through the
 /// `image` crate, with size limits; returns pixels and the EXIF orientation.
+///
+/// The conversion rules, the same for every format:
+/// * `rgb` drops an alpha channel (the stored color is kept, as PIL's
+///   `convert("RGB")` and torchvision's `ImageReadMode.RGB` do); `rgba` keeps
+///   it (opaque images get 255); `gray` is the ITU-R 601-2 luma of the color,
+///   alpha ignored (PIL's `convert("L")`).
+/// * 16-bit samples become 8-bit by `round(v * 255 / 65535)`, i.e. `v / 257`
+///   rounded (0 → 0, 65535 → 255; at most one level from PIL's `v >> 8`).
+/// * The orientation comes from the format's EXIF data wherever it lives
+///   (PNG `eXIf`, before or after the image data; WebP `EXIF`; TIFF's own
+///   tag), with or without the `Exif\0\0` prefix some writers add.
 pub fn decode_other(data: &[u8], mode: ImageMode, max_pixels: u64) -> Result<(Pixels, u8)> {
     use image::ImageDecoder;
     let bad = |e: &dyn std::fmt::Display| Error::decode("decode_image", e);
@@ -90,12 +101,18 @@ pub fn decode_other(data: &[u8], mode: ImageMode, max_pixels: u64) -> Result<(Pi
         return Err(Error::decode("decode_image", "empty input (0 bytes)"));
     }
     let mut reader = image::ImageReader::new(std::io::Cursor::new(data)).with_guessed_format().map_err(|e| bad(&e))?;
-    if reader.format().is_none() {
-        let head: Vec<String> = data.iter().take(8).map(|b| format!("{b:02x}")).collect();
-        return Err(Error::decode(
-            "decode_image",
-            format!("not a recognized image format (first bytes: {})", head.join(" ")),
-        ));
+    let format = match reader.format() {
+        Some(f) => f,
+        None => {
+            let head: Vec<String> = data.iter().take(8).map(|b| format!("{b:02x}")).collect();
+            return Err(Error::decode(
+                "decode_image",
+                format!("not a recognized image format (first bytes: {})", head.join(" ")),
+            ));
+        }
+    };
+    if format == image::ImageFormat::Tiff {
+        check_tiff_layout(data)?;
     }
     let mut limits = image::Limits::default();
     limits.max_alloc = Some(max_pixels.saturating_mul(16));
@@ -108,7 +125,7 @@ pub fn decode_other(data: &[u8], mode: ImageMode, max_pixels: u64) -> Result<(Pi
             format!("{w}x{h} image is above the limit of {max_pixels} pixels (decompression bomb?)"),
         ));
     }
-    let orientation = decoder.orientation().map(|o| o.to_exif()).unwrap_or(1);
+    let orientation = orientation_of(&mut decoder, data, format);
     let img = image::DynamicImage::from_decoder(decoder).map_err(|e| bad(&e))?;
     let (channels, data) = match mode {
         ImageMode::Rgb => (3, img.to_rgb8().into_raw()),
@@ -123,6 +140,68 @@ pub fn decode_other(data: &[u8], mode: ImageMode, max_pixels: u64) -> Result<(Pi
         }
     };
     Ok((Pixels { width: w, height: h, channels, data }, orientation))
+}
+
+/// Refuses TIFF layouts the decoder cannot read, before it runs (it would
+/// panic on them): tiles stored as separate color planes.
+fn check_tiff_layout(data: &[u8]) -> Result<()> {
+    use tiff::tags::Tag;
+    let Ok(mut dec) = tiff::decoder::Decoder::new(std::io::Cursor::new(data)) else {
+        return Ok(()); // let the image decoder say what is wrong
+    };
+    let planar = dec.find_tag_unsigned::<u32>(Tag::PlanarConfiguration).ok().flatten().unwrap_or(1);
+    let tiled = dec.find_tag(Tag::TileWidth).ok().flatten().is_some();
+    let samples = dec.find_tag_unsigned::<u32>(Tag::SamplesPerPixel).ok().flatten().unwrap_or(1);
+    if planar == 2 && tiled && samples > 1 {
+        return Err(Error::decode(
+            "decode_image",
+            format!(
+                "unsupported TIFF layout: tiles with {samples} samples stored as separate planes \
+                 (PlanarConfiguration=2); save it with interleaved samples (PlanarConfiguration=1) or in strips"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The EXIF orientation (1..=8) of a non-JPEG image.
+fn orientation_of(decoder: &mut impl image::ImageDecoder, data: &[u8], format: image::ImageFormat) -> u8 {
+    let native = decoder.orientation().map(|o| o.to_exif()).unwrap_or(1);
+    if native != 1 {
+        return native;
+    }
+    let raw = match decoder.exif_metadata() {
+        Ok(Some(raw)) => Some(raw),
+        // The png crate sees only chunks before the image data; writers may
+        // put eXIf after it.
+        _ if format == image::ImageFormat::Png => png_chunk(data, b"eXIf").map(<[u8]>::to_vec),
+        _ => None,
+    };
+    raw.and_then(|r| exif_orientation(&r)).unwrap_or(1)
+}
+
+/// The orientation tag of a raw EXIF block: a TIFF header, optionally after
+/// the `Exif\0\0` marker JPEG uses (some PNG and WebP writers keep it).
+fn exif_orientation(raw: &[u8]) -> Option<u8> {
+    jpeg::exif_orientation(raw.strip_prefix(b"Exif\0\0").unwrap_or(raw))
+}
+
+/// The body of the first PNG chunk of type `kind`.
+fn png_chunk<'a>(data: &'a [u8], kind: &[u8; 4]) -> Option<&'a [u8]> {
+    let mut at = 8; // the signature
+    while at + 8 <= data.len() {
+        let len = u32::from_be_bytes(data[at..at + 4].try_into().ok()?) as usize;
+        let ty = &data[at + 4..at + 8];
+        let body = data.get(at + 8..at + 8 + len)?;
+        if ty == kind {
+            return Some(body);
+        }
+        if ty == b"IEND" {
+            return None;
+        }
+        at += 12 + len;
+    }
+    None
 }
 
 /// Applies an EXIF orientation (2..=8) to HWC pixels.

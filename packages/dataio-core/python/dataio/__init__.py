@@ -12,7 +12,7 @@ from . import errors
 from ._native import __version__
 from ._plugins import install_resolver as _install_resolver
 from .config import configure_credentials, configure_endpoint
-from . import batch_transforms, capabilities, cond, plugins, transforms
+from . import batch_transforms, capabilities, cond, executor, plugins, transforms
 from .errors import DataioError
 from .formats import (
     iter_tfrecord,
@@ -71,6 +71,7 @@ __all__ = [
     "cond",
     "transforms",
     "batch_transforms",
+    "executor",
     "from_sampler",
     "Batch",
     "Loader",

@@ -1,19 +1,33 @@
-"""The table of built-in (native) ops: names, kinds and parameter schemas.
+"""The table of built-in (native) ops, as the native layer exports it.
 
-Plan construction validates every op against this table (and plugins' ops
-against theirs) so a typo or a wrong type fails when the pipeline is built,
-not when the first batch runs. The native compiler validates again.
+The engine writes every op's parameters down once, as typed structures
+(``crates/dataio-engine/src/plan/ops.rs``), and exports them as JSON Schema
+through ``_native.op_table()``. This module turns that export into the
+parameter specs that plan construction validates against, so a typo or a
+wrong type fails where the pipeline is written, with the same names, types,
+defaults and choices the native compiler enforces. The factories of
+:mod:`dataio.transforms` and :mod:`dataio.batch_transforms` and the ``Slot``
+shorthands are checked against this table by the tests.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Mapping
 from typing import Any
 
-INTERPOLATIONS = ("nearest", "bilinear", "bicubic", "lanczos", "area")
-MODES = ("rgb", "gray", "rgba")
-DTYPES = ("uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64", "bool")
+from . import _native
+
+_TABLE: dict[str, Any] = json.loads(_native.op_table())
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "string": (str,),
+    "array": (tuple, list),
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -21,79 +35,75 @@ class Param:
     types: tuple[type, ...]
     required: bool = False
     default: Any = None
-    choices: tuple[Any, ...] | None = None
-    positive: bool = False
+    choices: tuple[Any, ...] | None = None  # allowed strings, where the parameter takes a name
+    minimum: float | None = None  # numbers: the smallest allowed
+    exclusive_minimum: float | None = None  # numbers: must be above it
+    maximum: float | None = None
     col: bool = False  # may be a per-record dataio.col(...) reference
     doc: str = ""
+
+    def check_number(self, value: float) -> str | None:
+        """Why ``value`` is out of range, or None."""
+        if self.minimum is not None and value < self.minimum:
+            return f"must be at least {self.minimum}" if self.minimum != 1 else "must be positive"
+        if self.exclusive_minimum is not None and value <= self.exclusive_minimum:
+            return f"must be above {self.exclusive_minimum}" if self.exclusive_minimum != 0 else "must be positive"
+        if self.maximum is not None and value > self.maximum:
+            return f"must be at most {self.maximum}"
+        return None
 
 
 @dataclasses.dataclass(frozen=True)
 class BuiltinOp:
     name: str
-    kind: str  # "decode" or "transform"
+    kind: str  # "decode", "transform" or "batch"
     params: Mapping[str, Param]
     description: str
     random: bool = False
 
 
-INT = (int,)
-NUM = (int, float)
+def _param(schema: Mapping[str, Any], required: bool) -> Param:
+    alternatives = schema.get("anyOf") or [schema]
+    types: list[type] = []
+    choices: list[Any] = []
+    bounds: dict[str, Any] = {}
+    for alt in alternatives:
+        kinds = alt.get("type")
+        if kinds is None and "enum" in alt:
+            kinds = "string"
+        for kind in [kinds] if isinstance(kinds, str) else list(kinds or []):
+            types.extend(t for t in _JSON_TYPES.get(kind, ()) if t not in types)
+        choices.extend(alt.get("enum", ()))
+        for key, name in (("minimum", "minimum"), ("exclusiveMinimum", "exclusive_minimum"), ("maximum", "maximum")):
+            if key in alt:
+                bounds[name] = alt[key]
+    default = schema.get("default")
+    return Param(
+        types=tuple(types),
+        required=required,
+        default=tuple(default) if isinstance(default, list) else default,
+        choices=tuple(choices) or None,
+        **bounds,
+        col=bool(schema.get("col")),
+        doc=schema.get("description", ""),
+    )
 
 
-def _op(name: str, kind: str, description: str, random: bool = False, **params: Param) -> BuiltinOp:
-    return BuiltinOp(name, kind, params, description, random)
+def _op(entry: Mapping[str, Any]) -> BuiltinOp:
+    required = set(entry.get("required", ()))
+    params = {name: _param(schema, name in required) for name, schema in entry["params"].items()}
+    return BuiltinOp(entry["name"], entry["kind"], params, entry.get("description") or "", entry.get("random", False))
 
 
-_INTERP = Param((str,), default="bilinear", choices=INTERPOLATIONS, doc="resampling filter")
-_AA = Param((bool,), default=True, doc="low-pass filter when shrinking")
+_ALL = [_op(e) for e in _TABLE["ops"]]
 
-BUILTIN_OPS: dict[str, BuiltinOp] = {
-    op.name: op
-    for op in [
-        _op(
-            "decode_image",
-            "decode",
-            "JPEG/PNG/WebP/GIF/BMP/TIFF to HWC uint8, EXIF orientation applied",
-            mode=Param((str,), default="rgb", choices=MODES),
-            max_pixels=Param(INT, default=178_956_970, positive=True, doc="refuse larger images (decompression bombs)"),
-            dct_scaling=Param((bool,), default=True, doc="let JPEG decode at 1/2, 1/4 or 1/8 when a later resize shrinks"),
-        ),
-        _op("decode_bytes", "decode", "raw bytes as a 1-D uint8 tensor; numbers and bools as scalars"),
-        _op("decode_npy", "decode", ".npy payload to its array"),
-        _op(
-            "decode_safetensors",
-            "decode",
-            "one tensor of a safetensors file",
-            tensor_key=Param((str,), required=True, col=True, doc="name of the tensor"),
-        ),
-        _op("resize", "transform", "resize to exactly h x w", h=Param(INT, True, positive=True), w=Param(INT, True, positive=True), interpolation=_INTERP, antialias=_AA),
-        _op("resize_short", "transform", "scale so the short side is `size`", size=Param(INT, True, positive=True), interpolation=_INTERP, antialias=_AA, max_size=Param(INT, positive=True, doc="cap on the long side")),
-        _op("resize_long", "transform", "scale so the long side is `size`", size=Param(INT, True, positive=True), interpolation=_INTERP, antialias=_AA),
-        _op("center_crop", "transform", "central h x w window (zero-padded when smaller)", h=Param(INT, True, positive=True), w=Param(INT, True, positive=True)),
-        _op("crop", "transform", "fixed window", top=Param(INT, True), left=Param(INT, True), h=Param(INT, True, positive=True), w=Param(INT, True, positive=True)),
-        _op("random_crop", "transform", "uniformly placed h x w window", True, h=Param(INT, True, positive=True), w=Param(INT, True, positive=True)),
-        _op(
-            "random_resized_crop",
-            "transform",
-            "random area/aspect crop resized to h x w (Inception-style)",
-            True,
-            h=Param(INT, True, positive=True),
-            w=Param(INT, True, positive=True),
-            scale=Param((tuple, list), default=(0.08, 1.0)),
-            ratio=Param((tuple, list), default=(3 / 4, 4 / 3)),
-            interpolation=_INTERP,
-            antialias=_AA,
-        ),
-        _op("hflip", "transform", "mirror left-right with probability p", True, p=Param(NUM, default=0.5)),
-        _op("vflip", "transform", "mirror top-bottom with probability p", True, p=Param(NUM, default=0.5)),
-        _op(
-            "normalize",
-            "transform",
-            "(x/255 - mean) / std to float32, CHW by default",
-            mean_std=Param((str, tuple, list), default="imagenet", doc='"imagenet", "clip", "symmetric" or (mean, std)'),
-            layout=Param((str,), default="CHW", choices=("CHW", "HWC")),
-        ),
-        _op("to_chw", "transform", "HWC to CHW without changing the dtype"),
-        _op("cast", "transform", "convert the dtype", dtype=Param((str,), True, choices=DTYPES)),
-    ]
-}
+#: Decoders and transforms of slot chains, by name.
+BUILTIN_OPS: dict[str, BuiltinOp] = {op.name: op for op in _ALL if op.kind != "batch"}
+#: Native batch transforms (after the shape stage), by name.
+BATCH_OPS: dict[str, BuiltinOp] = {op.name: op for op in _ALL if op.kind == "batch"}
+#: Dtype names ``cast`` and the loaders know.
+DTYPES: tuple[str, ...] = tuple(_TABLE["dtypes"])
+#: ``normalize`` presets.
+PRESETS: tuple[str, ...] = tuple(_TABLE["presets"])
+INTERPOLATIONS: tuple[str, ...] = BUILTIN_OPS["resize"].params["interpolation"].choices or ()
+MODES: tuple[str, ...] = BUILTIN_OPS["decode_image"].params["mode"].choices or ()

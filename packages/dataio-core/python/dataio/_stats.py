@@ -48,6 +48,9 @@ class StatsReport:
     waiting_on: str
     verdict: str
     hints: list[str] = field(default_factory=list)
+    #: With an executor plugin: the slowest worker, what it waits on and a
+    #: one-line summary (the executor's ``stats()["slowest_worker"]``).
+    slowest_worker: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -59,6 +62,7 @@ class StatsReport:
             "waiting_on": self.waiting_on,
             "verdict": self.verdict,
             "hints": list(self.hints),
+            "slowest_worker": dict(self.slowest_worker) if self.slowest_worker else None,
         }
 
     def __str__(self) -> str:
@@ -79,6 +83,8 @@ class StatsReport:
             ),
             f"  waiting on: {self.waiting_on} — {self.verdict}",
         ]
+        if self.slowest_worker:
+            lines.append("  " + str(self.slowest_worker.get("summary", self.slowest_worker)))
         lines += [f"  hint: {h}" for h in self.hints]
         return "\n".join(lines)
 
@@ -134,6 +140,9 @@ def describe_stats(
     done = delta("records_done")
     delivered = delta("batches_delivered")
     fetch_s, decode_s, source_s, wait_s = delta("fetch_seconds"), delta("decode_seconds"), delta("source_seconds"), delta("consumer_wait_seconds")
+    if isinstance(after.get("cpu_threads"), int):
+        # An executor that decodes elsewhere says how many threads did it.
+        cpu_threads = after["cpu_threads"]
     if cpu_threads is None:
         from . import _native
 
@@ -218,4 +227,5 @@ def describe_stats(
             )
     if ready and prefetch and ready >= prefetch and waiting_on != "consumer":
         hints.append(f"{ready} batches are ready now: the last moments of the interval were consumer-bound")
-    return StatsReport(dt, rates, per_record_ms, busy, queues, waiting_on, verdict, hints)
+    slowest = after.get("slowest_worker")
+    return StatsReport(dt, rates, per_record_ms, busy, queues, waiting_on, verdict, hints, slowest if isinstance(slowest, dict) else None)

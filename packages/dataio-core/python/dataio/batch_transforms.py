@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._ops import BATCH_OPS
 from .errors import PlanError
 
 __all__ = ["BatchTransform", "mixup", "cutmix", "pad_to_longest"]
@@ -40,23 +41,22 @@ class BatchTransform:
         return (BatchTransform, (self.name, self.params))
 
 
-def _mix(name: str, alpha: float, num_classes: int, slot: str, label: str) -> BatchTransform:
-    if not isinstance(alpha, (int, float)) or isinstance(alpha, bool) or alpha <= 0:
-        raise PlanError(f"{name}: alpha must be a positive number, got {alpha!r}")
-    if not isinstance(num_classes, int) or isinstance(num_classes, bool) or num_classes < 2:
-        raise PlanError(f"{name}: num_classes must be an integer >= 2, got {num_classes!r}")
-    return BatchTransform(name, {"alpha": float(alpha), "num_classes": num_classes, "slot": slot, "label": label})
+def _make(name: str, **params: Any) -> BatchTransform:
+    """Validates ``params`` against the native table (names, types, ranges)."""
+    from .transforms import _check
+
+    return BatchTransform(name, _check(name, BATCH_OPS[name].params, params))
 
 
 def mixup(alpha: float = 0.2, *, num_classes: int, slot: str = "image", label: str = "label") -> BatchTransform:
     """Mix each sample with its neighbour (batch rolled by one), λ ~ Beta(α, α) per batch.
     The label slot becomes mixed one-hot float32 rows of ``num_classes``."""
-    return _mix("mixup", alpha, num_classes, slot, label)
+    return _make("mixup", alpha=alpha, num_classes=num_classes, slot=slot, label=label)
 
 
 def cutmix(alpha: float = 1.0, *, num_classes: int, slot: str = "image", label: str = "label") -> BatchTransform:
     """Paste a box of the rolled batch into each sample; labels mixed by the box area."""
-    return _mix("cutmix", alpha, num_classes, slot, label)
+    return _make("cutmix", alpha=alpha, num_classes=num_classes, slot=slot, label=label)
 
 
 def pad_to_longest(slot: str, value: float = 0) -> BatchTransform:
@@ -64,4 +64,4 @@ def pad_to_longest(slot: str, value: float = 0) -> BatchTransform:
     adds ``<slot>_lengths`` (int64) with each row's original length."""
     if not isinstance(slot, str) or not slot:
         raise PlanError("pad_to_longest: slot must name a slot")
-    return BatchTransform("pad_to_longest", {"slot": slot, "value": value})
+    return _make("pad_to_longest", slot=slot, value=value)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
@@ -90,15 +91,34 @@ class Batch:
 
 
 def _converter(output: str) -> Callable[[Any], Any]:
+    """Native tensors (and the numpy arrays of batches executed elsewhere,
+    see :mod:`dataio.executor`) to the requested output, without copies."""
+    from .executor import _Tagged
+
     if output == "torch":
+        import numpy as np
         import torch
 
-        f8 = {"float8_e4m3fn": torch.float8_e4m3fn, "float8_e5m2": torch.float8_e5m2}
+        special = {"float8_e4m3fn": torch.float8_e4m3fn, "float8_e5m2": torch.float8_e5m2, "bfloat16": torch.bfloat16}
+
+        def from_numpy(a: Any) -> Any:
+            if a.flags.writeable:
+                return torch.from_numpy(a)
+            # Arrays that arrive read-only (another process's shared memory)
+            # are lent to torch as they are; torch warns that it cannot
+            # enforce read-only, and the batch is ours alone.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                return torch.from_numpy(a)
 
         def to_torch(t: Any) -> Any:
+            if isinstance(t, _Tagged):
+                return from_numpy(t.array).view(special[t.dtype_name])
+            if isinstance(t, np.ndarray):
+                return from_numpy(t)
             out = torch.from_dlpack(t)
             if t.dtype in _F8:
-                out = out.view(f8[t.dtype])
+                out = out.view(special[t.dtype])
             return out
 
         return to_torch
@@ -106,6 +126,10 @@ def _converter(output: str) -> Callable[[Any], Any]:
         import numpy as np
 
         def to_numpy(t: Any) -> Any:
+            if isinstance(t, _Tagged):
+                return t.array
+            if isinstance(t, np.ndarray):
+                return t
             if t.dtype in _F8 or t.dtype == "bfloat16":
                 return np.frombuffer(t, dtype=np.uint8 if t.dtype in _F8 else np.uint16).reshape(t.shape)
             return np.from_dlpack(t)
@@ -163,6 +187,12 @@ class Loader:
     * ``shard`` — ``{"id": rank, "of": world_size, "pad": bool}``.
     * ``context`` — ``fn(record)`` per record, surfaced as ``batch.context``.
     * ``epoch`` — the first epoch (default 0).
+    * ``prefetch`` — batches kept ready ahead of the consumer, overriding the
+      shape stage's ``prefetch`` for this loader (``0`` or more).
+    * ``executor`` — who executes the batches: ``None`` (this process, the
+      native pools), the name of an executor a plugin registered
+      (``"ray"``), or an executor object (see :mod:`dataio.executor`). The
+      batches are the same whoever executes them.
     """
 
     def __init__(
@@ -179,6 +209,8 @@ class Loader:
         context: Callable[[Any], Any] | None = None,
         device: str | None = None,
         epoch: int = 0,
+        prefetch: int | None = None,
+        executor: Any = None,
     ) -> None:
         self._pipe = bound.pipeline
         self._records = bound.records
@@ -200,6 +232,12 @@ class Loader:
             raise InvalidArgumentError("log_errors must be True, False or a callable")
         if context is not None and not callable(context):
             raise InvalidArgumentError("context must be a callable taking a record")
+        if prefetch is not None and (not isinstance(prefetch, int) or isinstance(prefetch, bool) or prefetch < 0):
+            raise InvalidArgumentError(f"prefetch must be a non-negative integer (batches ready ahead), got {prefetch!r}")
+        from .executor import resolve_executor
+
+        self._executor = resolve_executor(executor)
+        self._prefetch = self._pipe.shape.prefetch if prefetch is None else prefetch
         self._shard = self._check_shard(shard)
         self._device = self._check_device(device)
         self._concurrency = concurrency
@@ -211,7 +249,7 @@ class Loader:
         self._epoch = int(epoch)
         self._position = 0
         self._global_offset = 0
-        self._native: _native.NativeLoader | None = None
+        self._run: Any = None  # the running epoch (dataio.executor.EpochRun)
         self._last_stats: dict[str, Any] = {}
         self._closed = False
         self._iterating = False
@@ -248,57 +286,42 @@ class Loader:
 
     # -- lifecycle ----------------------------------------------------------
 
-    def _prepare(self) -> Callable[[Any], Any] | None:
-        maps = [m.fn for m in self._pipe.record_maps]
-        if not maps:
-            return None
+    def _job(self) -> Any:
+        from .executor import EpochJob
 
-        def prepare(record: Any) -> Any:
-            for fn in maps:
-                record = fn(record)
-            return record
-
-        return prepare
-
-    def _plugin_ops(self) -> Callable[..., Any] | None:
-        if not self._pipe.to_json()["external_ops"]:
-            return None
-        from ._opcall import call_plugin_op
-
-        return call_plugin_op
-
-    def _start(self) -> None:
-        sized = _is_sequence(self._records)
-        self._native = _native.NativeLoader(
-            self._pipe.compiled(),
-            self._records,
-            sized=sized,
-            prepare=self._prepare(),
-            context=self._context,
-            ops=self._plugin_ops(),
-            concurrency=self._concurrency,
-            completion_order=self._order == "completion",
-            skip_errors=self._skip,
+        return EpochJob(
+            pipeline=self._pipe,
+            records=self._records,
             seed=self._seed,
             epoch=self._epoch,
-            shard_id=self._shard["id"],
-            shard_of=self._shard["of"],
-            pad=self._shard["pad"],
+            shard=dict(self._shard),
             start=self._position,
             global_offset=self._global_offset,
+            concurrency=self._concurrency,
+            order=self._order,
+            on_failure="skip" if self._skip else "raise",
+            context=self._context,
+            prefetch=self._prefetch,
         )
+
+    def _start(self) -> None:
+        self._run = self._executor.start(self._job())
         self._wait_seconds = 0.0  # time the consumer spent in next(), this epoch
 
     def _stop(self) -> None:
-        if self._native is not None:
-            self._last_stats = self._with_wait(self._native.stats())
-            self._native.close()
-            self._native = None
+        if self._run is not None:
+            self._last_stats = self._with_wait(self._run.stats())
+            self._run.close()
+            self._run = None
 
     def close(self) -> None:
-        """Stop all work now and free every buffer the loader holds."""
+        """Stop all work now and free every buffer the loader holds (and the
+        executor's workers, when it has any)."""
         self._stop()
         self._closed = True
+        close = getattr(self._executor, "close", None)
+        if callable(close):
+            close()
 
     def __enter__(self) -> Loader:
         return self
@@ -317,7 +340,7 @@ class Loader:
     def __iter__(self) -> Iterator[Batch]:
         if self._closed:
             raise InvalidArgumentError("the loader is closed")
-        if self._native is None:
+        if self._run is None:
             self._start()
         return self._epoch_iter()
 
@@ -337,7 +360,7 @@ class Loader:
     def __next__(self) -> Batch:
         if self._closed:
             raise StopIteration
-        if self._native is None:
+        if self._run is None:
             self._start()
         b = self._next_batch()
         if b is None:
@@ -346,10 +369,10 @@ class Loader:
         return b
 
     def _next_batch(self) -> Batch | None:
-        assert self._native is not None
+        assert self._run is not None
         t0 = time.perf_counter()
         try:
-            raw = self._native.next_batch()
+            raw = self._run.next_batch()
         except RowError as e:
             # on_failure="raise": the error still goes to the log first.
             self._report(e)
@@ -361,7 +384,7 @@ class Loader:
         # The native position: after the contiguous prefix of delivered
         # batches. With order="completion" this batch may have overtaken an
         # earlier one, and its own end would skip that one on resume.
-        self._position = self._native.position
+        self._position = self._run.position
         return self._wrap(raw)
 
     def _wrap(self, raw: Any) -> Batch:
@@ -487,8 +510,8 @@ class Loader:
         (``records_in_flight``, ``batches_in_window``, ``batches_ready``) and
         ``elapsed_seconds`` since the epoch started. :meth:`report` turns
         snapshots into rates and a verdict."""
-        if self._native is not None:
-            return self._with_wait(self._native.stats())
+        if self._run is not None:
+            return self._with_wait(self._run.stats())
         return dict(self._last_stats)
 
     def _with_wait(self, stats: dict[str, Any]) -> dict[str, Any]:
@@ -503,7 +526,7 @@ class Loader:
         (an earlier ``stats()`` of the same epoch) or since the epoch started.
         ``print(loader.report())`` for a readable summary."""
         cpu_threads = _native.pool_info()[0]
-        return describe_stats(self.stats(), since, concurrency=self._concurrency, prefetch=self._pipe.shape.prefetch, cpu_threads=cpu_threads)
+        return describe_stats(self.stats(), since, concurrency=self._concurrency, prefetch=self._prefetch, cpu_threads=cpu_threads)
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"epoch {self._epoch}, position {self._position}"

@@ -145,6 +145,14 @@ class Slot(_Frozen):
             raise PlanError(f"slot {self.name!r} has no decoder: start it with decode_image(), decode_bytes(), decode_npy() or decode_safetensors() before {o.name}")
         return Slot(self.name, field=self.field, optional=self.optional, stack=self.stack, active=self.active, ops=(*self.ops, o))
 
+    def _add(self, factory: Any, *args: Any, **kwargs: Any) -> Slot:
+        """Appends ``factory(*args, **kwargs)``; a parameter error names this slot."""
+        try:
+            o = factory(*args, **kwargs)
+        except PlanError as e:
+            raise PlanError(f"slot \"{self.name}\", {e}") from None
+        return self._append(o)
+
     def apply(self, o: Op | str, **params: Any) -> Slot:
         """Append an op: a factory result, or a registered op by name."""
         if isinstance(o, str):
@@ -172,53 +180,53 @@ class Slot(_Frozen):
         return _When(self, pred)
 
     # Shorthand for the built-in ops (same as dataio.transforms.*).
-    def decode_image(self, mode: str = "rgb", *, max_pixels: int | None = None, dct_scaling: bool = True) -> Slot:
-        return self._append(T.decode_image(mode, max_pixels=max_pixels, dct_scaling=dct_scaling))
+    def decode_image(self, mode: str = "rgb", *, max_pixels: int | None = None, dct_scaling: bool = True, apply_exif_orientation: bool = True) -> Slot:
+        return self._add(T.decode_image, mode, max_pixels=max_pixels, dct_scaling=dct_scaling, apply_exif_orientation=apply_exif_orientation)
 
     def decode_bytes(self) -> Slot:
-        return self._append(T.decode_bytes())
+        return self._add(T.decode_bytes)
 
     def decode_npy(self) -> Slot:
-        return self._append(T.decode_npy())
+        return self._add(T.decode_npy)
 
     def decode_safetensors(self, tensor_key: str | Col) -> Slot:
-        return self._append(T.decode_safetensors(tensor_key))
+        return self._add(T.decode_safetensors, tensor_key)
 
-    def resize(self, h: int, w: int, *, interpolation: str = "bilinear", antialias: bool = True) -> Slot:
-        return self._append(T.resize(h, w, interpolation=interpolation, antialias=antialias))
+    def resize(self, h: int | Col, w: int | Col, *, interpolation: str = "bilinear", antialias: bool = True) -> Slot:
+        return self._add(T.resize, h, w, interpolation=interpolation, antialias=antialias)
 
-    def resize_short(self, size: int, *, interpolation: str = "bilinear", antialias: bool = True, max_size: int | None = None) -> Slot:
-        return self._append(T.resize_short(size, interpolation=interpolation, antialias=antialias, max_size=max_size))
+    def resize_short(self, size: int | Col, *, interpolation: str = "bilinear", antialias: bool = True, max_size: int | Col | None = None) -> Slot:
+        return self._add(T.resize_short, size, interpolation=interpolation, antialias=antialias, max_size=max_size)
 
-    def resize_long(self, size: int, *, interpolation: str = "bilinear", antialias: bool = True) -> Slot:
-        return self._append(T.resize_long(size, interpolation=interpolation, antialias=antialias))
+    def resize_long(self, size: int | Col, *, interpolation: str = "bilinear", antialias: bool = True) -> Slot:
+        return self._add(T.resize_long, size, interpolation=interpolation, antialias=antialias)
 
-    def center_crop(self, h: int, w: int) -> Slot:
-        return self._append(T.center_crop(h, w))
+    def center_crop(self, h: int | Col, w: int | Col) -> Slot:
+        return self._add(T.center_crop, h, w)
 
-    def crop(self, top: int, left: int, h: int, w: int) -> Slot:
-        return self._append(T.crop(top, left, h, w))
+    def crop(self, top: int | Col, left: int | Col, h: int | Col, w: int | Col) -> Slot:
+        return self._add(T.crop, top, left, h, w)
 
-    def random_crop(self, h: int, w: int) -> Slot:
-        return self._append(T.random_crop(h, w))
+    def random_crop(self, h: int | Col, w: int | Col) -> Slot:
+        return self._add(T.random_crop, h, w)
 
-    def random_resized_crop(self, h: int, w: int, **kw: Any) -> Slot:
-        return self._append(T.random_resized_crop(h, w, **kw))
+    def random_resized_crop(self, h: int | Col, w: int | Col, **kw: Any) -> Slot:
+        return self._add(T.random_resized_crop, h, w, **kw)
 
     def hflip(self, p: float = 0.5) -> Slot:
-        return self._append(T.hflip(p))
+        return self._add(T.hflip, p)
 
     def vflip(self, p: float = 0.5) -> Slot:
-        return self._append(T.vflip(p))
+        return self._add(T.vflip, p)
 
     def normalize(self, mean_std: Any = "imagenet", *, layout: str = "CHW") -> Slot:
-        return self._append(T.normalize(mean_std, layout=layout))
+        return self._add(T.normalize, mean_std, layout=layout)
 
     def to_chw(self) -> Slot:
-        return self._append(T.to_chw())
+        return self._add(T.to_chw)
 
     def cast(self, dtype: str) -> Slot:
-        return self._append(T.cast(dtype))
+        return self._add(T.cast, dtype)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -273,35 +281,54 @@ class Map(_Frozen):
 class BatchStage(_Frozen):
     """The shape stage: how records become batches."""
 
-    __slots__ = ("kind", "size", "drop_last", "key", "prefetch")
+    __slots__ = ("kind", "size", "drop_last", "key", "prefetch", "max_open_groups")
 
-    def __init__(self, kind: str, *, size: int | None = None, drop_last: bool = False, key: str | None = None, prefetch: int = 2) -> None:
+    def __init__(
+        self,
+        kind: str,
+        *,
+        size: int | None = None,
+        drop_last: bool = False,
+        key: str | None = None,
+        prefetch: int = 2,
+        max_open_groups: int | None = None,
+    ) -> None:
         if not isinstance(prefetch, int) or isinstance(prefetch, bool) or prefetch < 1:
             raise PlanError(f"{kind}(): prefetch must be a positive integer, got {prefetch!r}")
+        if max_open_groups is not None and (not isinstance(max_open_groups, int) or isinstance(max_open_groups, bool) or max_open_groups < 1):
+            raise PlanError(f"{kind}(): max_open_groups must be a positive integer, got {max_open_groups!r}")
         if kind == "batch" and (not isinstance(size, int) or isinstance(size, bool) or size < 1):
             raise PlanError(f"batch(size): size must be a positive integer, got {size!r}")
         if kind == "group_by" and (not isinstance(key, str) or not key):
             raise PlanError("group_by(key): key must be a field name")
-        self._set(kind=kind, size=size, drop_last=bool(drop_last), key=key, prefetch=prefetch)
+        if kind == "collate":
+            # Each source item is one batch and its key never comes back:
+            # a group is complete when the next item starts.
+            max_open_groups = 1
+        self._set(kind=kind, size=size, drop_last=bool(drop_last), key=key, prefetch=prefetch, max_open_groups=max_open_groups)
 
     def to_json(self) -> dict[str, Any]:
         if self.kind == "batch":
             return {"kind": "batch", "size": self.size, "drop_last": self.drop_last, "prefetch": self.prefetch}
-        return {"kind": "group_by", "key": self.key if self.kind == "group_by" else COLLATE_KEY, "prefetch": self.prefetch}
+        out = {"kind": "group_by", "key": self.key if self.kind == "group_by" else COLLATE_KEY, "prefetch": self.prefetch}
+        if self.max_open_groups is not None:
+            out["max_open_groups"] = self.max_open_groups
+        return out
 
     def __repr__(self) -> str:
         if self.kind == "batch":
             return f"batch({self.size}, drop_last={self.drop_last}, prefetch={self.prefetch})"
         if self.kind == "group_by":
-            return f"group_by({self.key!r}, prefetch={self.prefetch})"
+            bound = f", max_open_groups={self.max_open_groups}" if self.max_open_groups is not None else ""
+            return f"group_by({self.key!r}{bound}, prefetch={self.prefetch})"
         return f"collate(prefetch={self.prefetch})"
 
     def __reduce__(self) -> Any:
-        return (_rebuild_stage, (self.kind, self.size, self.drop_last, self.key, self.prefetch))
+        return (_rebuild_stage, (self.kind, self.size, self.drop_last, self.key, self.prefetch, self.max_open_groups))
 
 
-def _rebuild_stage(kind: str, size: int | None, drop_last: bool, key: str | None, prefetch: int) -> BatchStage:
-    return BatchStage(kind, size=size, drop_last=drop_last, key=key, prefetch=prefetch)
+def _rebuild_stage(kind: str, size: int | None, drop_last: bool, key: str | None, prefetch: int, max_open_groups: int | None = None) -> BatchStage:
+    return BatchStage(kind, size=size, drop_last=drop_last, key=key, prefetch=prefetch, max_open_groups=max_open_groups)
 
 
 #: The group key `collate()` injects: each item of the source is one batch.
@@ -332,9 +359,17 @@ def collate(prefetch: int = 2) -> BatchStage:
     return BatchStage("collate", prefetch=prefetch)
 
 
-def group_by(key: str, prefetch: int = 2) -> BatchStage:
-    """One batch per contiguous run of equal ``key`` values, in arrival order."""
-    return BatchStage("group_by", key=key, prefetch=prefetch)
+def group_by(key: str, prefetch: int = 2, *, max_open_groups: int | None = None) -> BatchStage:
+    """One batch per distinct value of record field ``key``, emitted in the
+    order each value first arrived (``a, b, a, c, b, a`` gives the batches
+    ``a`` ×3, ``b`` ×2, ``c`` ×1).
+
+    A group is held open until the records end or ``max_open_groups``
+    (default 64) others are open, when the oldest is emitted; a record whose
+    key belongs to a group emitted that way raises an error naming the key
+    and this knob. Keys that arrive contiguously (``from_sampler``) can use
+    ``max_open_groups=1``: each batch is emitted as soon as the next key starts."""
+    return BatchStage("group_by", key=key, prefetch=prefetch, max_open_groups=max_open_groups)
 
 
 class Pipeline(_Frozen):

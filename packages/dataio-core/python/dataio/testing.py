@@ -120,8 +120,10 @@ class PythonBackend(Protocol):
     """What a pure-Python backend implements. URIs are full (``mem://b/k``).
 
     Raise ``FileNotFoundError`` for missing objects, ``PermissionError`` for
-    refusals, ``IsADirectoryError`` for prefixes read as files, and
-    ``ValueError`` for bad arguments; dataio maps them into its tree. Optional:
+    refusals, ``IsADirectoryError`` for prefixes read as files, ``TimeoutError``
+    and ``ConnectionError`` for a store that did not answer, and
+    ``ValueError`` for bad arguments; dataio maps them into its tree (each
+    to the dataio class that also derives from that built-in). Optional:
     ``name`` (str), ``capabilities`` (iterable of ``"write"``, ``"delete"``,
     ``"list"``, ``"ranged_read"``), ``read_all(uri)``.
     """

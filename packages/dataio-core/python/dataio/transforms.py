@@ -3,8 +3,12 @@
     dataio.slot("image").decode_image().resize(h=512, w=512)
     dataio.slot("image").decode_image().apply(dataio.transforms.resize(h=512, w=512))
 
-Every factory validates its parameters when called, so a wrong type fails
-where the pipeline is written.
+Every factory validates its parameters when called against the native op
+table (:mod:`dataio._ops`), so a wrong type fails where the pipeline is
+written. The sizes of the geometry ops (``resize``, ``resize_short``,
+``resize_long``, ``center_crop``, ``crop``, ``random_crop``,
+``random_resized_crop``) also take ``dataio.col(field)``: the value is read
+from each record when it runs (``resize(h=dataio.col("h"), w=dataio.col("w"))``).
 """
 
 from __future__ import annotations
@@ -149,10 +153,12 @@ def _check(name: str, spec: Mapping[str, Param], params: dict[str, Any]) -> dict
             raise PlanError(f"op {name}: {key} must be {_names(p.types)}, got a bool")
         if not isinstance(value, p.types):
             raise PlanError(f"op {name}: {key} must be {_names(p.types)}, got {type(value).__name__} {value!r}")
-        if p.choices is not None and value not in p.choices:
+        if p.choices is not None and isinstance(value, str) and value not in p.choices:
             raise PlanError(f"op {name}: {key} must be one of {', '.join(map(repr, p.choices))}, got {value!r}")
-        if p.positive and value <= 0:
-            raise PlanError(f"op {name}: {key} must be positive, got {value!r}")
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            why = p.check_number(value)
+            if why is not None:
+                raise PlanError(f"op {name}: {key} {why}, got {value!r}")
         out[key] = list(value) if isinstance(value, tuple) else value
     return out
 
@@ -181,9 +187,14 @@ def op(name: str, **params: Any) -> Op:
     return Op(name, params)
 
 
-def decode_image(mode: str = "rgb", *, max_pixels: int | None = None, dct_scaling: bool = True) -> Op:
-    """Decode JPEG/PNG/WebP/GIF/BMP/TIFF to HWC uint8 (EXIF orientation applied)."""
-    return op("decode_image", mode=mode, max_pixels=max_pixels, dct_scaling=dct_scaling)
+def decode_image(mode: str = "rgb", *, max_pixels: int | None = None, dct_scaling: bool = True, apply_exif_orientation: bool = True) -> Op:
+    """Decode JPEG/PNG/WebP/GIF/BMP/TIFF to HWC uint8.
+
+    ``mode="rgb"`` drops alpha (``"rgba"`` keeps it, ``"gray"`` is the luma);
+    16-bit images become 8-bit by ``round(v / 257)``; the EXIF orientation
+    tag turns the image upright in every format that carries one, unless
+    ``apply_exif_orientation=False`` (docs/formats.md has the rules)."""
+    return op("decode_image", mode=mode, max_pixels=max_pixels, dct_scaling=dct_scaling, apply_exif_orientation=apply_exif_orientation)
 
 
 def decode_bytes() -> Op:
@@ -199,33 +210,33 @@ def decode_safetensors(tensor_key: str | Col) -> Op:
     return op("decode_safetensors", tensor_key=tensor_key)
 
 
-def resize(h: int, w: int, *, interpolation: str = "bilinear", antialias: bool = True) -> Op:
+def resize(h: int | Col, w: int | Col, *, interpolation: str = "bilinear", antialias: bool = True) -> Op:
     return op("resize", h=h, w=w, interpolation=interpolation, antialias=antialias)
 
 
-def resize_short(size: int, *, interpolation: str = "bilinear", antialias: bool = True, max_size: int | None = None) -> Op:
+def resize_short(size: int | Col, *, interpolation: str = "bilinear", antialias: bool = True, max_size: int | Col | None = None) -> Op:
     return op("resize_short", size=size, interpolation=interpolation, antialias=antialias, max_size=max_size)
 
 
-def resize_long(size: int, *, interpolation: str = "bilinear", antialias: bool = True) -> Op:
+def resize_long(size: int | Col, *, interpolation: str = "bilinear", antialias: bool = True) -> Op:
     return op("resize_long", size=size, interpolation=interpolation, antialias=antialias)
 
 
-def center_crop(h: int, w: int) -> Op:
+def center_crop(h: int | Col, w: int | Col) -> Op:
     return op("center_crop", h=h, w=w)
 
 
-def crop(top: int, left: int, h: int, w: int) -> Op:
+def crop(top: int | Col, left: int | Col, h: int | Col, w: int | Col) -> Op:
     return op("crop", top=top, left=left, h=h, w=w)
 
 
-def random_crop(h: int, w: int) -> Op:
+def random_crop(h: int | Col, w: int | Col) -> Op:
     return op("random_crop", h=h, w=w)
 
 
 def random_resized_crop(
-    h: int,
-    w: int,
+    h: int | Col,
+    w: int | Col,
     *,
     scale: tuple[float, float] = (0.08, 1.0),
     ratio: tuple[float, float] = (3 / 4, 4 / 3),

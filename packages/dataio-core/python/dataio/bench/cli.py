@@ -75,13 +75,13 @@ def build_parser() -> argparse.ArgumentParser:
         "on a machine whose speed drifts, turns keep the ratios fair",
     )
     ap.add_argument("--quick", action="store_true", help="tiny sizes and one timed epoch: a smoke test of the whole matrix, not a measurement")
-    ap.add_argument("--images", type=int, default=None, help=f"image workload: JPEGs (default {DEFAULTS['images']})")
+    ap.add_argument("--images", type=int, default=None, help=f"image and bucket workloads: JPEGs (default {DEFAULTS['images']})")
     ap.add_argument("--files", type=int, default=None, help=f"bytes workload: small files (default {DEFAULTS['files']})")
     ap.add_argument("--latents", type=int, default=None, help=f"safetensors workload: latents (default {DEFAULTS['latents']})")
     ap.add_argument("--rows", type=int, default=None, help=f"parquet workload: rows (default {DEFAULTS['rows']})")
     ap.add_argument("--objects", type=int, default=None, help=f"s3 workload: objects (default {DEFAULTS['objects']})")
     ap.add_argument("--object-kb", type=int, default=None, help=f"s3 workload: object size in KiB (default {DEFAULTS['object_kb']})")
-    ap.add_argument("--batch", type=int, default=None, help="batch size for every workload (default: image 64, bytes 256, safetensors 32, parquet 512, s3 64)")
+    ap.add_argument("--batch", type=int, default=None, help="batch size for every workload (default: image and bucket 64, bytes 256, safetensors 32, parquet 512, s3 64)")
     ap.add_argument("--prefetch", type=int, default=4, help="batches prefetched by dataio, DALI (queue depth), SPDL (sink), Ray (default 4)")
     ap.add_argument(
         "--concurrency",

@@ -46,20 +46,24 @@ class ImageCell(Cell):
     def tensor(self, b: Any) -> Any:
         return b
 
+    #: the (h, w) sizes a batch may have
+    SIZES: frozenset[tuple[int, int]] = frozenset({(CROP, CROP)})
+
     def count(self, b: Any) -> int:
         import torch
 
         x = self.tensor(b)
         if not isinstance(x, torch.Tensor):
             raise TypeError(f"batch is {type(x).__name__}, not a torch.Tensor")
-        if x.dtype != torch.float32 or x.dim() != 4 or tuple(x.shape[1:]) != (3, CROP, CROP) or not 0 < x.shape[0] <= self.batch:
-            raise AssertionError(f"batch is {tuple(x.shape)} {x.dtype}, expected (<= {self.batch}, 3, {CROP}, {CROP}) float32")
+        if x.dtype != torch.float32 or x.dim() != 4 or x.shape[1] != 3 or tuple(x.shape[2:]) not in self.SIZES or not 0 < x.shape[0] <= self.batch:
+            raise AssertionError(f"batch is {tuple(x.shape)} {x.dtype}, expected (<= {self.batch}, 3, h, w) float32 with (h, w) in {sorted(self.SIZES)}")
         return int(x.shape[0])
 
     def digest(self, b: Any) -> list[float]:
         import torch
 
-        chan = self.tensor(b).sum(dim=(2, 3), dtype=torch.float64).sum(dim=0) / (CROP * CROP)
+        x = self.tensor(b)
+        chan = x.sum(dim=(2, 3), dtype=torch.float64).sum(dim=0) / (x.shape[2] * x.shape[3])
         return [float(v) for v in chan]
 
     def sample_means(self, b: Any) -> list[float]:
@@ -88,12 +92,16 @@ class _TorchLoader(ImageCell):
     def dataset(self) -> Any:
         raise NotImplementedError
 
+    def batching(self) -> dict[str, Any]:
+        """How the DataLoader forms batches (in file order, ``batch`` at a time)."""
+        return {"batch_size": self.batch, "shuffle": False}
+
     def start(self) -> None:
         import torch
 
         pf = self.cfg["torch_prefetch_factor"]
         self.loader = torch.utils.data.DataLoader(
-            self.dataset(), batch_size=self.batch, shuffle=False, num_workers=self.cores, pin_memory=False, persistent_workers=True, prefetch_factor=pf
+            self.dataset(), **self.batching(), num_workers=self.cores, pin_memory=False, persistent_workers=True, prefetch_factor=pf
         )
         self.info = {"num_workers": self.cores, "prefetch_factor": pf, "persistent_workers": True}
 

@@ -20,6 +20,7 @@ from .harness import Cell, Unavailable
 # name -> "module:class", in the order they run.
 REGISTRY = {
     "image": "dataio.bench.image:ImageWorkload",
+    "bucket": "dataio.bench.bucket:BucketWorkload",
     "bytes": "dataio.bench.records:BytesWorkload",
     "safetensors": "dataio.bench.records:LatentWorkload",
     "parquet": "dataio.bench.records:ParquetWorkload",

@@ -5,7 +5,16 @@ serves; local files are memory-mapped where that avoids a copy."""
 from .image import read_image
 from .numpy import read_numpy
 from .parquet import parquet_records, read_parquet, scan_parquet
-from .safetensors import SafetensorsFile, open_safetensors, read_safetensors, write_safetensors
+from .safetensors import (
+    SAFETENSORS_DTYPES,
+    SafetensorsDType,
+    SafetensorsFile,
+    SafetensorsLayout,
+    TensorLayout,
+    open_safetensors,
+    read_safetensors,
+    write_safetensors,
+)
 from .tar import tar_records
 from .tfrecord import iter_tfrecord, tfrecord_records, write_tfrecord
 
@@ -19,6 +28,10 @@ __all__ = [
     "read_safetensors",
     "open_safetensors",
     "SafetensorsFile",
+    "SafetensorsLayout",
+    "TensorLayout",
+    "SafetensorsDType",
+    "SAFETENSORS_DTYPES",
     "iter_tfrecord",
     "tfrecord_records",
     "write_tfrecord",

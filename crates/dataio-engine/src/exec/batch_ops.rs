@@ -10,45 +10,13 @@
 //! * `pad_to_longest(slot, value)` — a variable-length slot becomes one
 //!   tensor padded along its first axis, plus `<slot>_lengths` (int64).
 
+use super::batch::{Batch, SlotValue};
 use crate::error::{Error, Result};
-use crate::exec::batch::{Batch, SlotValue};
-use crate::image::finish::{read_scalar, write_scalar};
+use crate::plan::ops::{Mix, PadToLongest};
 use crate::plan::BatchOp;
 use crate::rng::{key, Stream};
-use crate::tensor::{pooled, DType, Tensor};
-use serde_json::{Map, Value as Json};
+use crate::tensor::{pooled, read_scalar, write_scalar, DType, Tensor};
 use std::sync::Arc;
-
-/// Names the plan compiler accepts.
-pub const KNOWN: &[&str] = &["mixup", "cutmix", "pad_to_longest"];
-
-fn param_str<'a>(p: &'a Map<String, Json>, name: &str, default: &'a str) -> &'a str {
-    p.get(name).and_then(Json::as_str).unwrap_or(default)
-}
-
-/// Checks a batch op's parameters at plan time.
-pub fn validate(op: &BatchOp) -> Result<()> {
-    let p = &op.params;
-    let bad = |m: &str| Err(Error::Plan(format!("batch transform {}: {m}", op.name)));
-    match op.name.as_str() {
-        "mixup" | "cutmix" => {
-            match p.get("alpha").and_then(Json::as_f64) {
-                Some(a) if a > 0.0 => {}
-                _ => return bad("alpha must be a positive number"),
-            }
-            if p.get("num_classes").and_then(Json::as_u64).is_none_or(|n| n < 2) {
-                return bad("num_classes must be an integer >= 2");
-            }
-        }
-        "pad_to_longest" => {
-            if p.get("slot").and_then(Json::as_str).is_none() {
-                return bad("slot must name a slot");
-            }
-        }
-        _ => return bad("unknown"),
-    }
-    Ok(())
-}
 
 /// Gamma(shape, 1) by Marsaglia–Tsang, from a keyed stream.
 fn gamma(s: &mut Stream, shape: f64) -> f64 {
@@ -136,13 +104,12 @@ fn images_f32(t: &Tensor, op: &str) -> Result<Vec<f32>> {
     Ok(t.bytes().chunks_exact(4).map(|c| f32::from_ne_bytes(c.try_into().unwrap())).collect())
 }
 
-fn mix(batch: &mut Batch, op: &BatchOp, s: &mut Stream, cut: bool) -> Result<()> {
-    let name = op.name.as_str();
-    let p = &op.params;
-    let alpha = p.get("alpha").and_then(Json::as_f64).unwrap_or(1.0);
-    let classes = p.get("num_classes").and_then(Json::as_u64).unwrap_or(0) as usize;
-    let si = slot_index(batch, param_str(p, "slot", "image"), name)?;
-    let li = slot_index(batch, param_str(p, "label", "label"), name)?;
+fn mix(batch: &mut Batch, p: &Mix, s: &mut Stream, cut: bool) -> Result<()> {
+    let name = if cut { "cutmix" } else { "mixup" };
+    let alpha = p.alpha.0;
+    let classes = p.num_classes.0 as usize;
+    let si = slot_index(batch, &p.slot, name)?;
+    let li = slot_index(batch, &p.label, name)?;
     let img = stacked(batch, si, name)?.clone();
     let labels = stacked(batch, li, name)?.clone();
     let n = img.shape[0];
@@ -200,10 +167,9 @@ fn mix(batch: &mut Batch, op: &BatchOp, s: &mut Stream, cut: bool) -> Result<()>
     Ok(())
 }
 
-fn pad_to_longest(batch: &mut Batch, op: &BatchOp) -> Result<()> {
-    let p = &op.params;
-    let name = param_str(p, "slot", "");
-    let value = p.get("value").and_then(Json::as_f64).unwrap_or(0.0);
+fn pad_to_longest(batch: &mut Batch, p: &PadToLongest) -> Result<()> {
+    let name = p.slot.as_str();
+    let value = p.value;
     let si = slot_index(batch, name, "pad_to_longest")?;
     let rows: Vec<Tensor> = match &batch.slots[si].1 {
         SlotValue::Stacked(t) => {
@@ -266,11 +232,10 @@ fn pad_to_longest(batch: &mut Batch, op: &BatchOp) -> Result<()> {
 pub fn apply(ops: &[BatchOp], batch: &mut Batch, seed: u64, epoch: u64, first_position: u64) -> Result<()> {
     for (i, op) in ops.iter().enumerate() {
         let mut s = Stream::new(seed, epoch, first_position, key(&[0xBA7C, i as u64]));
-        match op.name.as_str() {
-            "mixup" => mix(batch, op, &mut s, false)?,
-            "cutmix" => mix(batch, op, &mut s, true)?,
-            "pad_to_longest" => pad_to_longest(batch, op)?,
-            other => return Err(Error::invalid(format!("unknown batch transform {other:?}"))),
+        match op {
+            BatchOp::Mixup(p) => mix(batch, p, &mut s, false)?,
+            BatchOp::Cutmix(p) => mix(batch, p, &mut s, true)?,
+            BatchOp::PadToLongest(p) => pad_to_longest(batch, p)?,
         }
     }
     Ok(())
