@@ -118,9 +118,14 @@ def test_dataio_s3_rdma_installs_and_loads_both_plugins(wheelhouse: Path, tmp_pa
     assert report["dataio"] == wheel_metadata(wheelhouse)["dataio"]["Version"]
     assert rows["dataio-s3"]["status"] == "ok", rows["dataio-s3"]
     assert {"s3", "r2"} <= set(rows["dataio-s3"]["schemes"]), rows["dataio-s3"]
-    # "ok" needs the real libfabric shim (a build without the headers reports a stub) and
-    # libfabric itself, which the tests session installs.
-    assert rows["dataio-rdma"]["status"] == "ok", rows["dataio-rdma"]
+    rdma = rows["dataio-rdma"]
+    # Loaded ("error" is a module that failed to import), with the real libfabric shim: a
+    # build that missed the headers (zig does not search /usr/include) reports a stub.
+    assert rdma["status"] in ("ok", "unavailable"), rdma
+    assert "without libfabric's headers" not in rdma["detail"], rdma
+    libfabric = next(lib for lib in report["libraries"] if lib["name"] == "libfabric")
+    if libfabric["found"]:  # the tests session installs it: then the shim must use it
+        assert rdma["status"] == "ok", rdma
     # The modules came from the wheels, not from the checkout.
     proc = run_python(python, "import dataio, dataio_s3, dataio_rdma; print(dataio.__file__, dataio_s3.__file__, dataio_rdma.__file__)")
     assert proc.returncode == 0, proc.stderr
