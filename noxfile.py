@@ -157,7 +157,9 @@ def typecheck(session: nox.Session) -> None:
 
 
 # Shared libraries SPDL loads (FFmpeg 5, Debian 12 names); without them the
-# benchmark's SPDL row says UNAVAILABLE instead of measuring.
+# benchmark's SPDL row says UNAVAILABLE instead of measuring. nginx serves the
+# s3 workload's objects (a server fast enough to show the clients; without it
+# the workload falls back to moto and says so).
 BENCH_LIBRARIES = {
     "libavcodec.so.59": "libavcodec59",
     "libavformat.so.59": "libavformat59",
@@ -165,16 +167,18 @@ BENCH_LIBRARIES = {
     "libswscale.so.6": "libswscale6",
     "libavdevice.so.59": "libavdevice59",
 }
+BENCH_COMMANDS = {"nginx": "nginx"}
 
 
 def ensure_bench_libraries(session: nox.Session) -> None:
     found = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, check=False).stdout
     missing = [pkg for lib, pkg in BENCH_LIBRARIES.items() if lib not in found]
+    missing += [pkg for cmd, pkg in BENCH_COMMANDS.items() if shutil.which(cmd) is None and not os.path.exists(f"/usr/sbin/{cmd}")]
     apt = shutil.which("apt-get")
     if not missing or apt is None:
         return
     sudo = [] if os.geteuid() == 0 else ["sudo"]
-    session.log(f"installing FFmpeg's libraries for SPDL: {' '.join(missing)}")
+    session.log(f"installing the benchmark's system packages (FFmpeg for SPDL, nginx): {' '.join(missing)}")
     subprocess.run([*sudo, apt, "update", "-qq"], check=False)
     subprocess.run([*sudo, apt, "install", "-y", "-qq", *missing], check=False, env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
 

@@ -1,15 +1,16 @@
-"""The s3 workload: remote reads against a local S3 emulator (moto).
+"""The s3 workload: remote reads over the S3 protocol from a local server.
 
 It runs only when the dataio-s3 plugin reports itself available (its row in
-``dataio.capabilities.report()`` has status ``ok``) and moto's server and
-boto3 are installed; otherwise the report gets one row saying why.
+``dataio.capabilities.report()`` has status ``ok``) and boto3 is installed;
+otherwise the report gets one row saying why.
 
 dataio reads every object through the plugin (``decode_bytes`` over
 ``s3://`` URIs, 64 reads in flight); the peer is boto3 ``get_object`` on a
-pool of 32 threads. moto answers only a few hundred GETs per second on a
-small machine, so this row checks the remote path end to end and its
-latency; it does not show the client's throughput limit (a fast server such
-as nginx serving the objects as files would).
+pool of 32 threads. The server is nginx serving the objects as files
+(``dataio.bench.nginx``: path-style GETs, fast enough to show the clients);
+moto's server answers only a few hundred GETs per second on a small machine,
+so it is used only when nginx is not installed, and the report says which
+server it was (with moto the row shows the server's limit, not the client's).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import logging
+import os
+import tempfile
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -25,6 +28,7 @@ from typing import Any
 
 from .._progress import Progress
 from .harness import Cell
+from .nginx import Nginx, nginx_binary
 from .records import _BytesCell
 from .workloads import DataioCell, Workload
 
@@ -105,7 +109,7 @@ def plugin_row(name: str) -> dict[str, Any] | None:
 
 class S3Workload(Workload):
     name = "s3"
-    title = "remote reads (S3 emulator)"
+    title = "remote reads (S3 protocol, local server)"
 
     def candidates(self) -> dict[str, type[Cell]]:
         return {"dataio": DataioS3, "boto3": Boto3S3}
@@ -116,9 +120,12 @@ class S3Workload(Workload):
             return "the dataio-s3 plugin is not installed here (pip install -e packages/dataio-s3)"
         if row["status"] != "ok":
             return f"dataio-s3 reports itself {row['status']!r}: {row['detail']}"
-        for module, hint in (("moto", "moto[server]"), ("flask", "moto[server]"), ("boto3", "boto3")):
-            if importlib.util.find_spec(module) is None:
-                return f"the S3 emulator needs {hint}, which is not installed (it is in the bench dependency group)"
+        if importlib.util.find_spec("boto3") is None:
+            return "the boto3 peer is not installed (it is in the bench dependency group)"
+        if nginx_binary() is None:
+            for module in ("moto", "flask"):
+                if importlib.util.find_spec(module) is None:
+                    return "neither nginx (apt-get install nginx) nor moto[server] is installed to serve the objects"
         return None
 
     def config(self, args: argparse.Namespace) -> dict[str, Any]:
@@ -126,8 +133,31 @@ class S3Workload(Workload):
 
     @contextmanager
     def prepared(self, args: argparse.Namespace, out: Path) -> Iterator[dict[str, Any]]:
-        import boto3
         import numpy as np
+
+        bucket = "dataio-bench"
+        rng = np.random.default_rng(7)
+        size = args.object_kb * 1024
+        keys = [f"objects/{i:05d}.bin" for i in range(args.objects)]
+        blobs = [rng.integers(0, 256, size, dtype=np.uint8).tobytes() for _ in keys]
+        files = [f"s3://{bucket}/{k}" for k in keys]
+        if nginx_binary() is not None:
+            with tempfile.TemporaryDirectory(prefix="dataio-bench-s3-") as root:
+                for k, blob in zip(keys, blobs):
+                    path = Path(root, bucket, k)
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    path.write_bytes(blob)
+                server = Nginx(Path(root), workers=max(1, os.cpu_count() or 1), access_log=False)
+                try:
+                    yield {"endpoint": server.endpoint, "bucket": bucket, "files": files, "object_bytes": size, "server": "nginx"}
+                finally:
+                    server.stop()
+            return
+        yield from self._moto(bucket, keys, blobs, files, size)
+
+    @staticmethod
+    def _moto(bucket: str, keys: list[str], blobs: list[bytes], files: list[str], size: int) -> Iterator[dict[str, Any]]:
+        import boto3
         from moto.server import ThreadedMotoServer
 
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
@@ -137,21 +167,18 @@ class S3Workload(Workload):
             host, port = server.get_host_and_port()
             endpoint = f"http://{host}:{port}"
             client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id=EMULATOR_KEY_ID, aws_secret_access_key=EMULATOR_SECRET)
-            bucket = "dataio-bench"
             client.create_bucket(Bucket=bucket)
-            rng = np.random.default_rng(7)
-            size = args.object_kb * 1024
-            keys = [f"objects/{i:05d}.bin" for i in range(args.objects)]
             with Progress(len(keys), "[s3] uploading", "obj") as bar, ThreadPoolExecutor(8) as pool:
-                blobs = [rng.integers(0, 256, size, dtype=np.uint8).tobytes() for _ in keys]
                 for _ in pool.map(lambda kb: client.put_object(Bucket=bucket, Key=kb[0], Body=kb[1]), zip(keys, blobs)):
                     bar.update()
-            yield {"endpoint": endpoint, "bucket": bucket, "files": [f"s3://{bucket}/{k}" for k in keys], "object_bytes": size}
+            yield {"endpoint": endpoint, "bucket": bucket, "files": files, "object_bytes": size, "server": "moto"}
         finally:
             server.stop()
 
     def describe(self, data: dict[str, Any], cfg: dict[str, Any]) -> str:
-        return (
-            f"{len(data['files'])} objects of {data['object_bytes'] // 1024} KiB on a moto S3 server on 127.0.0.1 (server-bound: "
-            f"moto answers a few hundred GETs/s), read whole into uint8 tensors, batches of {cfg['batch']}"
+        server = (
+            "nginx serving them as files on 127.0.0.1 (path-style S3 GETs; fast enough to show the clients)"
+            if data["server"] == "nginx"
+            else "a moto S3 server on 127.0.0.1 (server-bound: moto answers a few hundred GETs/s; install nginx to measure the clients)"
         )
+        return f"{len(data['files'])} objects of {data['object_bytes'] // 1024} KiB from {server}, read whole into uint8 tensors, batches of {cfg['batch']}"
