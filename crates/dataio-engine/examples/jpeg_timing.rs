@@ -2,6 +2,14 @@
 use dataio_engine::image::jpeg;
 use std::time::Instant;
 
+/// This thread's CPU seconds: steadier than wall time on a shared machine.
+fn cpu_seconds() -> f64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: a valid out-pointer for clock_gettime.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
 fn main() {
     let dir = std::env::args().nth(1).expect("folder");
     let mut paths: Vec<_> = std::fs::read_dir(dir)
@@ -15,18 +23,25 @@ fn main() {
     // JT_ONLY=<label> runs one pipeline stage only (for perf), JT_ROUNDS=n repeats it.
     let only = std::env::var("JT_ONLY").ok();
     let rounds: usize = std::env::var("JT_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
-    for num in [8u32, 7, 6, 5, 4, 2] {
-        if only.is_some() {
-            break;
+    // Each scale with fancy chroma upsampling on and off, JT_ROUNDS times in
+    // turns (this VM's speed drifts; compare within a round).
+    for round in 0..rounds {
+        for num in [8u32, 7, 6, 5, 4, 2] {
+            for fancy in [true, false] {
+                if only.is_some() {
+                    break;
+                }
+                let c0 = cpu_seconds();
+                for f in &files {
+                    let _ = jpeg::decode(f, jpeg::Mode::Rgb, 1 << 30, |_| {
+                        Ok(jpeg::DecodePlan { scale_num: num, roi: None, rgbx: false, fancy_upsampling: fancy })
+                    })
+                    .unwrap();
+                }
+                let us = (cpu_seconds() - c0) * 1e6 / files.len() as f64;
+                println!("round {round} scale {num}/8 fancy={fancy}: {us:.0} us CPU per image");
+            }
         }
-        let t0 = Instant::now();
-        for f in &files {
-            let _ = jpeg::decode(f, jpeg::Mode::Rgb, 1 << 30, |_| {
-                Ok(jpeg::DecodePlan { scale_num: num, roi: None, rgbx: false })
-            })
-            .unwrap();
-        }
-        println!("scale {num}/8: {:.0}/s", files.len() as f64 / t0.elapsed().as_secs_f64());
     }
     use dataio_engine::exec::slot::{run_slot, Dest, SampleKey, SlotInput};
     for (label, ops) in [
@@ -56,6 +71,7 @@ fn main() {
         let rec = dataio_engine::exec::Record::default();
         let mut row = vec![0u32; 3 * 224 * 224];
         let t0 = Instant::now();
+        let c0 = cpu_seconds();
         for f in files.iter().cycle().take(files.len() * rounds) {
             let key = SampleKey { seed: 0, epoch: 0, index: 0, slot: 0 };
             let shape = slot.static_shape.clone();
@@ -70,7 +86,8 @@ fn main() {
             };
             run_slot(slot, SlotInput::Data(bytes::Bytes::copy_from_slice(f)), &rec, key, None, dest).unwrap();
         }
-        println!("{label}: {:.0}/s", (files.len() * rounds) as f64 / t0.elapsed().as_secs_f64());
+        let n = (files.len() * rounds) as f64;
+        println!("{label}: {:.0}/s wall, {:.0} us CPU per image", n / t0.elapsed().as_secs_f64(), (cpu_seconds() - c0) * 1e6 / n);
     }
 }
 

@@ -326,8 +326,13 @@ fn run_image(
                 && r.geo.resized
                 && r.external.is_none()
                 && Finish::from_steps(r.tail.iter()).is_ok_and(|f| f.takes_rgbx());
+            // Fancy (triangle) chroma upsampling stays on even when the
+            // window is shrunk: replication was 5-17% cheaper on full-size
+            // decodes but moved colored edges by up to 20 levels against
+            // PIL's decode (docs/benchmark.md, "decoding less").
+            let fancy = true;
             resolved = Some(r);
-            Ok(jpeg::DecodePlan { scale_num: m, roi, rgbx })
+            Ok(jpeg::DecodePlan { scale_num: m, roi, rgbx, fancy_upsampling: fancy })
         })?;
         let r = resolved.expect("resolved in the plan callback");
         if !exif {

@@ -42,6 +42,11 @@ pub struct DecodePlan {
     /// 3-channel ones, which pays for the wider rows when a resample and a
     /// normalize follow. Ignored for CMYK sources and other modes.
     pub rgbx: bool,
+    /// libjpeg's "fancy" (triangle-filter) chroma upsampling. At scales
+    /// other than 8/8 and 4/8 it makes libjpeg IDCT the chroma planes at
+    /// twice the luma's scaled size (12x12 at 6/8), with scalar kernels;
+    /// plain replication keeps every plane at the scaled size.
+    pub fancy_upsampling: bool,
 }
 
 /// Decoded pixels, HWC interleaved.
@@ -147,6 +152,24 @@ struct Session {
     _err: Box<jpeg_error_mgr>,
 }
 
+impl Session {
+    fn new() -> Session {
+        // SAFETY: zeroed structs are the documented starting state; the
+        // error manager is installed before jpeg_create_decompress, both
+        // live in boxes that outlive the session (dropped with it).
+        let mut err: Box<jpeg_error_mgr> = Box::new(unsafe { std::mem::zeroed() });
+        let mut cinfo: Box<jpeg_decompress_struct> = Box::new(unsafe { std::mem::zeroed() });
+        unsafe {
+            jpeg_std_error(&mut err);
+            err.error_exit = Some(error_exit);
+            err.emit_message = Some(emit_message);
+            cinfo.common.err = &mut *err;
+            jpeg_create_decompress(&mut *cinfo);
+        }
+        Session { cinfo, _err: err }
+    }
+}
+
 impl Drop for Session {
     fn drop(&mut self) {
         // SAFETY: created by jpeg_create_decompress; destroying also frees
@@ -167,19 +190,7 @@ pub fn decode(
     let mut plan = Some(plan);
     let mut plan_error: Option<Error> = None;
     let result = catch_unwind(AssertUnwindSafe(|| -> Result<(JpegHeader, Decoded)> {
-        // SAFETY: zeroed structs are the documented starting state; the
-        // error manager is installed before jpeg_create_decompress, both
-        // live in boxes that outlive the session (dropped with it).
-        let mut err: Box<jpeg_error_mgr> = Box::new(unsafe { std::mem::zeroed() });
-        let mut cinfo: Box<jpeg_decompress_struct> = Box::new(unsafe { std::mem::zeroed() });
-        unsafe {
-            jpeg_std_error(&mut err);
-            err.error_exit = Some(error_exit);
-            err.emit_message = Some(emit_message);
-            cinfo.common.err = &mut *err;
-            jpeg_create_decompress(&mut *cinfo);
-        }
-        let mut s = Session { cinfo, _err: err };
+        let mut s = Session::new();
         let c = &mut *s.cinfo;
         // SAFETY: `data` outlives the session (this function's borrow).
         unsafe {
@@ -218,6 +229,7 @@ pub fn decode(
         c.scale_num = p.scale_num.clamp(1, 8);
         c.scale_denom = 8;
         c.dct_method = J_DCT_METHOD::JDCT_ISLOW;
+        c.do_fancy_upsampling = p.fancy_upsampling as boolean;
         c.out_color_space = if cmyk {
             J_COLOR_SPACE::JCS_CMYK
         } else {
