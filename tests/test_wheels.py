@@ -176,8 +176,8 @@ def test_the_core_alone_names_the_plugin_for_s3(wheelhouse: Path, tmp_path: Path
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip(), "reading s3:// without the plugin did not raise UnsupportedSchemeError"
     error = json.loads(proc.stdout)
-    # The core's hint is the extra that installs dataio-s3.
+    # The core's hint names the plugin and the extra that installs it.
     assert "'s3'" in error["message"] or '"s3"' in error["message"], error
-    assert "pip install 'dataio[s3]'" in error["message"], error
+    assert "pip install 'dataio[s3]'" in error["message"] and "dataio-s3" in error["message"], error
     listed = run_python(python, "import dataio.plugins, importlib.metadata as m; print(sorted(d.name for d in m.distributions()))")
     assert "dataio-s3" not in listed.stdout and "dataio-rdma" not in listed.stdout, listed.stdout

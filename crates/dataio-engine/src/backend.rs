@@ -158,14 +158,15 @@ pub fn set_resolver(resolver: Option<Arc<Resolver>>) {
 }
 
 /// The install hint for schemes whose plugin ships with dataio.
-pub fn install_hint(scheme: &str) -> Option<&'static str> {
-    Some(match scheme {
-        "s3" | "r2" | "s3a" => "pip install 'dataio[s3]'",
-        "gs" | "gcs" => "pip install 'dataio[gcs]'",
-        "az" | "abfs" | "abfss" | "azure" => "pip install 'dataio[azure]'",
-        "hf" => "pip install 'dataio[hf]'",
+pub fn install_hint(scheme: &str) -> Option<String> {
+    let extra = match scheme {
+        "s3" | "r2" | "s3a" => "s3",
+        "gs" | "gcs" => "gcs",
+        "az" | "abfs" | "abfss" | "azure" => "azure",
+        "hf" => "hf",
         _ => return None,
-    })
+    };
+    Some(format!("`pip install 'dataio[{extra}]'` (the dataio-{extra} plugin)"))
 }
 
 /// The backend serving `uri`, loading it through the resolver on first use.
@@ -192,7 +193,7 @@ pub fn backend_for(uri: &str) -> Result<(Arc<dyn Backend>, Target)> {
         register("file", local.clone());
         return Ok((local, target));
     }
-    Err(Error::UnsupportedScheme { hint: install_hint(&scheme).map(str::to_string), scheme, uri: uri.to_string() })
+    Err(Error::UnsupportedScheme { hint: install_hint(&scheme), scheme, uri: uri.to_string() })
 }
 
 /// Returns the prefix of a glob pattern that holds no wildcard, cut back to
