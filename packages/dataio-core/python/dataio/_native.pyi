@@ -4,7 +4,7 @@ Checked against the built module by `python -m mypy.stubtest dataio._native`
 in the test session; these are the docs of the native layer.
 """
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import Any, final
 
 from typing_extensions import Buffer, Self
