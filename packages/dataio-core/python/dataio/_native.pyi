@@ -168,6 +168,7 @@ class NativeLoader:
     def rank_count(self) -> int | None: ...
     def stats(self) -> dict[str, Any]: ...
 
+@final
 class BatchPlanner:
     """Plans an epoch without executing it (``dataio.executor.EpochJob.plan``)."""
 
