@@ -19,6 +19,7 @@ pub mod pools;
 pub mod probe;
 pub mod ranges;
 pub mod rng;
+pub mod shards;
 pub mod tensor;
 pub mod testing;
 pub mod uri;

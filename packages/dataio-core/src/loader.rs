@@ -3,7 +3,9 @@
 
 use crate::dlpack::PyTensor;
 use crate::errors::{to_pyerr, IntoPy};
+use crate::shards::PyShardSet;
 use crate::source::{PyOps, PyPlannedSource, PySource};
+use dataio_engine::exec::RecordSource;
 use dataio_engine::exec::planner::{self, Planner};
 use dataio_engine::exec::{Batch, Loader, Next, Options, Shard, SlotValue};
 use dataio_engine::plan::{self, Plan, Shape};
@@ -139,6 +141,26 @@ fn clone_row_error(e: &dataio_engine::Error) -> dataio_engine::Error {
     }
 }
 
+/// The engine's source for `records`: a shard set natively (when no
+/// Python runs per record), anything else through Python.
+fn record_source(
+    py: Python<'_>,
+    records: Py<PyAny>,
+    sized: bool,
+    fields: Vec<String>,
+    prepare: Option<Py<PyAny>>,
+    context: Option<Py<PyAny>>,
+) -> PyResult<Box<dyn RecordSource>> {
+    if prepare.is_none() && context.is_none() {
+        if let Ok(native) = records.bind(py).getattr("_dataio_native") {
+            if let Ok(set) = native.cast::<PyShardSet>() {
+                return Ok(Box::new(set.get().inner.source(fields)));
+            }
+        }
+    }
+    Ok(Box::new(PySource::new(py, records, sized, fields, prepare, context)?))
+}
+
 #[pyclass(module = "dataio._native", name = "NativeLoader")]
 pub struct NativeLoader {
     inner: Mutex<Option<Loader>>,
@@ -192,8 +214,8 @@ impl NativeLoader {
             let source = PyPlannedSource::new(py, records, rows)?;
             py.detach(|| Loader::start_planned(plan, Box::new(source), opts, external)).map_py(py)?
         } else {
-            let source = PySource::new(py, records, sized, fields, prepare, context)?;
-            py.detach(|| Loader::start(plan, Box::new(source), opts, external)).map_py(py)?
+            let source = record_source(py, records, sized, fields, prepare, context)?;
+            py.detach(|| Loader::start(plan, source, opts, external)).map_py(py)?
         };
         Ok(NativeLoader { inner: Mutex::new(Some(loader)) })
     }

@@ -5,7 +5,7 @@
 use crate::errors::from_pyerr;
 use bytes::Bytes;
 use dataio_engine::exec::slot::ExternalOps;
-use dataio_engine::exec::{PlannedBatch, PlannedRow, PlannedSource, Record, RecordSource, Value};
+use dataio_engine::exec::{Layout, PlannedBatch, PlannedRow, PlannedSource, Record, RecordSource, Value};
 use dataio_engine::tensor::{DType, Tensor};
 use dataio_engine::{Error, Result};
 use pyo3::prelude::*;
@@ -59,6 +59,19 @@ fn to_value(v: &Bound<'_, PyAny>) -> PyResult<Value> {
         let held = crate::buffers::ReadBuffer::get(v)?;
         return Ok(Value::Bytes(Bytes::copy_from_slice(held.as_slice())));
     }
+    // A Hugging Face `Image`/`Audio` value: {"bytes": ..., "path": ...}:
+    // the embedded bytes when present, else the path.
+    if let Ok(d) = v.cast::<PyDict>() {
+        if d.contains("bytes")? || d.contains("path")? {
+            if let Some(b) = d.get_item("bytes")?.filter(|b| !b.is_none()) {
+                return to_value(&b);
+            }
+            if let Some(p) = d.get_item("path")?.filter(|p| !p.is_none()) {
+                return to_value(&p);
+            }
+            return Ok(Value::Null);
+        }
+    }
     // os.PathLike, numpy scalars and the like.
     if v.hasattr("__fspath__")? {
         return Ok(Value::Str(v.call_method0("__fspath__")?.extract()?));
@@ -88,6 +101,8 @@ pub struct PySource {
     /// Planning for another process: each record carries its raw Python
     /// object (before record maps) as its context, to be shipped as it is.
     keep_raw: bool,
+    /// A sharded source's layout (`_dataio_layout()`: counts per shard, window).
+    layout: Option<Layout>,
 }
 
 impl PySource {
@@ -100,7 +115,14 @@ impl PySource {
         context: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
         let len = if sized { Some(obj.bind(py).len()? as u64) } else { None };
-        Ok(PySource { obj, iter: None, len, fields, prepare, context, keep_raw: false })
+        let layout = match obj.bind(py).getattr("_dataio_layout") {
+            Ok(f) if sized => {
+                let (counts, window): (Vec<u64>, u64) = f.call0()?.extract()?;
+                Some(Layout { counts, window })
+            }
+            _ => None,
+        };
+        Ok(PySource { obj, iter: None, len, fields, prepare, context, keep_raw: false, layout })
     }
 
     /// A source for planning only: records keep their raw object (see `keep_raw`).
@@ -122,7 +144,7 @@ impl PySource {
             None => raw,
         };
         if self.keep_raw && self.fields.is_empty() {
-            return Ok(Record { fields: Vec::new(), context: raw_kept });
+            return Ok(Record { fields: Vec::new(), context: raw_kept, origin: None });
         }
         let dict = rec.cast::<PyDict>().map_err(|_| {
             let ty = rec.get_type().name().map(|n| n.to_string()).unwrap_or_default();
@@ -146,7 +168,7 @@ impl PySource {
             }
             None => raw_kept,
         };
-        Ok(Record { fields, context })
+        Ok(Record { fields, context, origin: None })
     }
 }
 
@@ -175,6 +197,10 @@ impl PySource {
 impl RecordSource for PySource {
     fn len(&self) -> Option<u64> {
         self.len
+    }
+
+    fn layout(&self) -> Option<Layout> {
+        self.layout.clone()
     }
 
     fn get(&mut self, indices: &[u64]) -> Result<Vec<Record>> {

@@ -580,7 +580,7 @@ fn process_row(
         };
         let (input, uri) = match input? {
             Input::Missing => continue,
-            Input::Ready(i) => (i, None),
+            Input::Ready(i) => (i, rec.origin.as_deref().map(str::to_string)),
             Input::Inline(b, u) => {
                 let t0 = Instant::now();
                 // A mapped backend's read completes on its first poll.

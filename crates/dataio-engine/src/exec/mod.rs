@@ -13,5 +13,5 @@ pub use batch::{Batch, SlotValue};
 pub use loader::{Loader, Next, Options, Stats};
 pub use planner::{PlannedBatch, PlannedRow, PlannedSource};
 pub use record::{Record, Value};
-pub use schedule::Shard;
+pub use schedule::{Layout, Shard, ShardOrder};
 pub use source::{RecordSource, VecSource};

@@ -89,13 +89,15 @@ pub fn planner(plan: &Plan, source: Box<dyn RecordSource>, opts: &Options) -> Re
             rank_pos: 0,
             seq: 0,
         }),
-        (Shape::Batch { size, drop_last }, Some(n)) => Box::new(Scheduled {
-            schedule: Schedule::resumed(n, opts.seed, opts.epoch, opts.shard, opts.global_offset, opts.start)?,
-            source,
-            size: *size,
-            drop_last: *drop_last,
-            seq: 0,
-        }),
+        (Shape::Batch { size, drop_last }, Some(n)) => {
+            let layout = source.layout();
+            let schedule =
+                Schedule::with_layout(n, layout.as_ref(), opts.seed, opts.epoch, opts.shard, opts.global_offset, opts.start)?;
+            // Sharded sources hear of the records a window ahead, so their
+            // shards are fetched before the batches that read them are formed.
+            let lookahead = layout.map(|l| (l.window / opts.shard.of).max(*size as u64 * 4)).unwrap_or(0);
+            Box::new(Scheduled { schedule, source, size: *size, drop_last: *drop_last, seq: 0, lookahead, hinted: 0 })
+        }
         (Shape::Batch { size, drop_last }, None) => {
             let mut stream = StreamReader::new(source, (*size).max(16), opts.shard);
             stream.to_skip = opts.start;
@@ -111,10 +113,15 @@ pub struct Scheduled {
     size: usize,
     drop_last: bool,
     seq: u64,
+    /// Positions ahead of the current one that the source hears of (0: none).
+    lookahead: u64,
+    /// This rank's positions the source has heard of, up to here.
+    hinted: u64,
 }
 
 impl Planner for Scheduled {
     fn next(&mut self) -> Result<Option<PlannedBatch>> {
+        self.hint_ahead();
         let picks = self.schedule.take(self.size as u64);
         if picks.is_empty() || (self.drop_last && picks.len() < self.size) {
             return Ok(None);
@@ -142,6 +149,23 @@ impl Planner for Scheduled {
 }
 
 impl Scheduled {
+    /// Tells the source which records come next, half a lookahead at a time.
+    fn hint_ahead(&mut self) {
+        if self.lookahead == 0 {
+            return;
+        }
+        let pos = self.schedule.position();
+        let count = self.schedule.count();
+        if self.hinted >= count || self.hinted > pos + self.lookahead / 2 {
+            return;
+        }
+        let from = self.hinted.max(pos);
+        let to = (pos + self.lookahead).min(count);
+        let upcoming: Vec<u64> = (from..to).map(|p| self.schedule.index_at(p)).collect();
+        self.hinted = to;
+        self.source.will_need(&upcoming);
+    }
+
     fn emit(&mut self, rows: Vec<PlannedRow>) -> PlannedBatch {
         let end_position = rows.last().map(|r| r.position + 1).unwrap_or(0);
         let seq = self.seq;

@@ -79,6 +79,9 @@ pub type Context = Arc<dyn Any + Send + Sync>;
 pub struct Record {
     pub fields: Vec<(String, Value)>,
     pub context: Option<Context>,
+    /// Where the record's bytes come from (`shard.tar#sample`), named by
+    /// row errors of slots whose input was bytes rather than a URI.
+    pub origin: Option<Arc<str>>,
 }
 
 impl std::fmt::Debug for Record {
@@ -89,7 +92,7 @@ impl std::fmt::Debug for Record {
 
 impl Record {
     pub fn new(fields: Vec<(String, Value)>) -> Self {
-        Record { fields, context: None }
+        Record { fields, context: None, origin: None }
     }
 
     pub fn get(&self, name: &str) -> Option<&Value> {

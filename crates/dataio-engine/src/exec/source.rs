@@ -2,6 +2,7 @@
 //! over Python sequences and iterables (one GIL acquisition per chunk).
 
 use super::record::Record;
+use super::schedule::Layout;
 use crate::error::Result;
 
 #[allow(clippy::len_without_is_empty)] // `len` is None for unsized sources
@@ -14,6 +15,14 @@ pub trait RecordSource: Send {
     fn next_chunk(&mut self, max: usize) -> Result<Vec<Record>>;
     /// Restart from the beginning (a new epoch of an iterable source).
     fn rewind(&mut self) -> Result<()>;
+    /// A sized source stored in shards declares them: its epoch order is
+    /// then shuffled two-level (see [`super::schedule::ShardOrder`]).
+    fn layout(&self) -> Option<Layout> {
+        None
+    }
+    /// Records the planner will ask for soon, in order: a source may start
+    /// fetching what they live in (shards) ahead of `get`.
+    fn will_need(&mut self, _indices: &[u64]) {}
 }
 
 /// An in-memory source, for tests and for record lists built natively.

@@ -1,59 +1,37 @@
-"""Tar shards as record sources, WebDataset style: entries that share a
+"""Tar shards as a record source, WebDataset style: entries that share a
 sample key (the path up to the first dot of the file name) form one record,
-``{"key": "dir/0001", "jpg": b"...", "cls": b"3"}``. Local uncompressed
-shards are read from a memory map; nothing is extracted to disk."""
+``{"key": "dir/0001", "jpg": b"...", "cls": b"3", "__url__": shard}``.
+
+The source is sized and indexed (see :mod:`dataio.formats.shards`): it
+shuffles, shards by rank and resumes like a list of files, and its member
+bytes reach the decoders as slices of the shard (mapped locally or from the
+shard cache), never as Python objects."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+import os
+from collections.abc import Sequence
 
-from ..errors import InvalidArgumentError
-from ..io import reader
+from .shards import DEFAULT_SHUFFLE_WINDOW, ShardRecords, shard_set
 
 __all__ = ["tar_records"]
 
 
-def _split(name: str) -> tuple[str, str]:
-    head, _, base = name.rpartition("/")
-    stem, dot, ext = base.partition(".")
-    if not dot:
-        return name, ""
-    return (f"{head}/{stem}" if head else stem), ext
+def tar_records(
+    uris: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    *,
+    gunzip: bool | None = None,
+    shuffle_window: int = DEFAULT_SHUFFLE_WINDOW,
+    cache: bool = True,
+    cache_dir: str | os.PathLike[str] | None = None,
+    cache_bytes: int | None = None,
+    index_dir: str | os.PathLike[str] | None = None,
+) -> ShardRecords:
+    """Samples of tar (or ``.tar.gz``/``.tgz``) shards as a sized record source.
 
-
-class _TarRecords:
-    def __init__(self, uris: Sequence[str], gunzip: bool | None) -> None:
-        self.uris, self.gunzip = list(uris), gunzip
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        for uri in self.uris:
-            r = reader(uri)
-            compressed = self.gunzip if self.gunzip is not None else uri.endswith((".tar.gz", ".tgz"))
-            if compressed:
-                r = r.gunzip()
-            view = memoryview(r)
-            current: dict[str, Any] | None = None
-            for name, size, offset in r.tar_index():
-                key, ext = _split(name)
-                if current is not None and current["key"] != key:
-                    yield current
-                    current = None
-                if current is None:
-                    current = {"key": key, "__shard__": uri}
-                if ext:
-                    current[ext] = bytes(view[offset : offset + size])
-            if current is not None:
-                yield current
-
-    def __repr__(self) -> str:
-        return f"<tar_records over {len(self.uris)} shards>"
-
-
-def tar_records(uris: str | Sequence[str], *, gunzip: bool | None = None) -> Iterable[dict[str, Any]]:
-    """Samples of tar (or tar.gz) shards as pipeline records (one pass)."""
-    if isinstance(uris, str):
-        uris = [uris]
-    if not uris:
-        raise InvalidArgumentError("tar_records needs at least one shard")
-    return _TarRecords(uris, gunzip)
+    ``uris``: a URI, a list, a glob or brace ranges (``train-{0000..0099}.tar``).
+    ``gunzip``: ``None`` decides by the name. ``shuffle_window``: samples
+    shuffled together when the loader has a seed (more mixes better, and
+    keeps more shards open). ``cache``/``cache_dir``/``cache_bytes``: the
+    local cache of remote shards and its budget."""
+    return shard_set("tar", uris, gunzip=gunzip, shuffle_window=shuffle_window, cache=cache, cache_dir=cache_dir, cache_bytes=cache_bytes, index_dir=index_dir)

@@ -1,10 +1,11 @@
 """TFRecord files: framing with masked CRC32C checks and ``tf.train.Example``
-parsing, both native. Optional gzip. Also a record source for pipelines
-and a writer (for tests and interop)."""
+parsing, both native. Optional gzip. Also a sized, indexed record source for
+pipelines over many shards, and a writer (for tests and interop)."""
 
 from __future__ import annotations
 
 import gzip
+import os
 import struct
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
@@ -12,6 +13,7 @@ from typing import Any
 from .. import _native
 from ..errors import InvalidArgumentError
 from ..io import reader, writer
+from .shards import DEFAULT_SHUFFLE_WINDOW, ShardRecords, shard_set
 
 __all__ = ["iter_tfrecord", "tfrecord_records", "write_tfrecord"]
 
@@ -44,25 +46,29 @@ def iter_tfrecord(uri: str, *, raw: bool = False, compression: str | None = "aut
             yield from _native.tfrecord_parse(uri, data, chunk, start)
 
 
-class _TFRecords:
-    def __init__(self, uris: Sequence[str], compression: str | None, check_crc: bool) -> None:
-        self.uris, self.compression, self.check_crc = list(uris), compression, check_crc
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        for uri in self.uris:
-            for i, ex in enumerate(iter_tfrecord(uri, compression=self.compression, check_crc=self.check_crc)):
-                rec = {k: (v[0] if len(v) == 1 else v) for k, v in ex.items()}
-                rec.setdefault("key", f"{uri}#{i}")
-                yield rec
-
-    def __repr__(self) -> str:
-        return f"<tfrecord_records over {len(self.uris)} files>"
-
-
-def tfrecord_records(uris: str | Sequence[str], *, compression: str | None = "auto", check_crc: bool = True) -> Iterable[dict[str, Any]]:
-    """Examples of one or more TFRecord files as pipeline records (a one-pass
-    source; single-value features are unwrapped so slots read them directly)."""
-    return _TFRecords([uris] if isinstance(uris, str) else uris, compression, check_crc)
+def tfrecord_records(
+    uris: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    *,
+    compression: str | None = "auto",
+    check_crc: bool = True,
+    shuffle_window: int = DEFAULT_SHUFFLE_WINDOW,
+    cache: bool = True,
+    cache_dir: str | os.PathLike[str] | None = None,
+    cache_bytes: int | None = None,
+    index_dir: str | os.PathLike[str] | None = None,
+) -> ShardRecords:
+    """Examples of TFRecord shards (plain or gzip) as a sized record source
+    (see :mod:`dataio.formats.shards`). Single-value features are unwrapped
+    so slots read them directly; a list feature arrives as its values'
+    little-endian bytes. ``key`` is the example's ``key`` feature, else
+    ``uri#n``. ``compression``: ``"auto"`` (by name), ``"gzip"`` or ``None``."""
+    if compression not in ("auto", "gzip", None):
+        raise InvalidArgumentError(f"compression must be None, 'gzip' or 'auto', got {compression!r}")
+    gunzip = None if compression == "auto" else compression == "gzip"
+    return shard_set(
+        "tfrecord", uris, gunzip=gunzip, check_crc=check_crc, shuffle_window=shuffle_window,
+        cache=cache, cache_dir=cache_dir, cache_bytes=cache_bytes, index_dir=index_dir,
+    )
 
 
 def _masked_crc(data: bytes) -> int:

@@ -1,0 +1,115 @@
+//! Shard sources (tar, TFRecord) as Python sees them: a sized, indexed set
+//! of shards that the loader reads natively (see `dataio_engine::shards`).
+
+use crate::errors::IntoPy;
+use dataio_engine::exec::Value;
+use dataio_engine::shards::{Format, ShardCache, ShardSet, ShardSetOptions};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+#[pyclass(module = "dataio._native", name = "ShardSet", frozen)]
+pub struct PyShardSet {
+    pub inner: Arc<ShardSet>,
+}
+
+pub fn value_to_py(py: Python<'_>, v: &Value) -> PyResult<Py<PyAny>> {
+    Ok(match v {
+        Value::Null => py.None(),
+        Value::Bool(b) => b.into_pyobject(py)?.to_owned().into_any().unbind(),
+        Value::Int(i) => i.into_pyobject(py)?.into_any().unbind(),
+        Value::Float(f) => f.into_pyobject(py)?.into_any().unbind(),
+        Value::Str(s) => s.into_pyobject(py)?.into_any().unbind(),
+        Value::Bytes(b) => PyBytes::new(py, b).into_any().unbind(),
+    })
+}
+
+#[pymethods]
+impl PyShardSet {
+    /// Indexes the shards (or loads their kept indexes), GIL released.
+    #[new]
+    #[pyo3(signature = (format, uris, *, index_dir, gunzip=None, check_crc=true, window=8192, cache_dir=None, cache_bytes=0, parallelism=8))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        format: &str,
+        uris: Vec<String>,
+        index_dir: String,
+        gunzip: Option<bool>,
+        check_crc: bool,
+        window: u64,
+        cache_dir: Option<String>,
+        cache_bytes: u64,
+        parallelism: usize,
+    ) -> PyResult<Self> {
+        let format = Format::parse(format).map_py(py)?;
+        let cache = match cache_dir {
+            Some(d) => Some(ShardCache::new(d, cache_bytes).map_py(py)?),
+            None => None,
+        };
+        let opts = ShardSetOptions {
+            format,
+            gunzip,
+            check_crc,
+            window: window.max(1),
+            index_dir: index_dir.into(),
+            cache,
+            parallelism,
+        };
+        let inner = py.detach(|| ShardSet::open(uris, opts)).map_py(py)?;
+        Ok(PyShardSet { inner })
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.len() as usize
+    }
+
+    #[getter]
+    fn uris(&self) -> Vec<String> {
+        self.inner.uris()
+    }
+
+    /// Samples per shard, in the order of `uris`.
+    #[getter]
+    fn counts(&self) -> Vec<u64> {
+        self.inner.counts()
+    }
+
+    #[getter]
+    fn window(&self) -> u64 {
+        self.inner.options().window
+    }
+
+    /// Record `index` as a dict of every member (bytes) plus `key`,
+    /// `__key__` and `__url__` (tar) or its features (TFRecord).
+    fn record<'py>(&self, py: Python<'py>, index: u64) -> PyResult<Bound<'py, PyDict>> {
+        let set = self.inner.clone();
+        let rec = py.detach(|| set.record(index)).map_py(py)?;
+        let d = PyDict::new(py);
+        for (k, v) in &rec.fields {
+            d.set_item(k, value_to_py(py, v)?)?;
+        }
+        Ok(d)
+    }
+
+    /// Counters of this set and of its cache (this process's view).
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        let (opened, read, prefetched) = self.inner.counter_values();
+        d.set_item("shards", self.inner.counts().len())?;
+        d.set_item("shards_opened", opened)?;
+        d.set_item("shards_prefetched", prefetched)?;
+        d.set_item("store_bytes_read", read)?;
+        if let Some(c) = &self.inner.options().cache {
+            let s = &c.stats;
+            d.set_item("cache_hits", s.hits.load(Ordering::Relaxed))?;
+            d.set_item("cache_misses", s.misses.load(Ordering::Relaxed))?;
+            d.set_item("cache_bytes_fetched", s.bytes_fetched.load(Ordering::Relaxed))?;
+            d.set_item("cache_evictions", s.evictions.load(Ordering::Relaxed))?;
+            d.set_item("cache_bytes_used", c.used().map_py(py)?)?;
+            d.set_item("cache_budget", c.budget())?;
+        }
+        Ok(d)
+    }
+}
