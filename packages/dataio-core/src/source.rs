@@ -270,13 +270,18 @@ impl PlannedSource for PyPlannedSource {
             let wrap = |e: PyErr| from_pyerr(py, e, None);
             let it = self.iter.bind(py).cast::<pyo3::types::PyIterator>().map_err(|e| Error::invalid(e.to_string()))?;
             let Some(item) = it.clone().next() else { return Ok(None) };
-            let (seq, end_position, indices, positions, records): (u64, u64, Vec<u64>, Vec<u64>, Vec<Bound<'_, PyAny>>) =
-                item.map_err(wrap)?.extract().map_err(|e: PyErr| {
-                    Error::invalid(format!(
-                        "a planned batch is (seq, end_position, indices, positions, records): {}",
-                        e.value(py)
-                    ))
-                })?;
+            let (seq, end_position, indices, positions, records): (
+                u64,
+                u64,
+                Vec<u64>,
+                Vec<u64>,
+                Vec<Bound<'_, PyAny>>,
+            ) = item.map_err(wrap)?.extract().map_err(|e: PyErr| {
+                Error::invalid(format!(
+                    "a planned batch is (seq, end_position, indices, positions, records): {}",
+                    e.value(py)
+                ))
+            })?;
             if indices.len() != records.len() || positions.len() != records.len() {
                 return Err(Error::invalid(format!(
                     "planned batch {seq}: {} indices, {} positions and {} records",

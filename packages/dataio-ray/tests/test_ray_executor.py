@@ -255,3 +255,48 @@ def wait_for(predicate: Any, timeout: float) -> None:
     while not predicate():
         assert time.monotonic() < deadline, "condition not reached in time"
         time.sleep(0.1)
+
+
+# -- datasets in shards ---------------------------------------------------------
+
+
+def _tar_shards(folder: Any, counts: list[int]) -> list[str]:
+    import io
+    import tarfile
+
+    from _data import jpeg
+
+    uris, n = [], 0
+    for s, count in enumerate(counts):
+        path = folder / f"train-{s:04d}.tar"
+        with tarfile.open(path, "w") as tar:
+            for _ in range(count):
+                for ext, data in (("image", jpeg(n)), ("label", str(n % 4).encode())):
+                    info = tarfile.TarInfo(f"{n:05d}.{ext}")
+                    info.size = len(data)
+                    tar.addfile(info, io.BytesIO(data))
+                n += 1
+        uris.append(str(path))
+    return uris
+
+
+def test_tar_shards_shuffle_and_resume_like_the_local_run(two_workers: RayExecutor, tmp_path: Any, monkeypatch: Any) -> None:
+    monkeypatch.setenv("DATAIO_CACHE_DIR", str(tmp_path / "cache"))
+    _tar_shards(tmp_path, [9, 7, 11, 6])
+    records = dataio.tar_records(str(tmp_path / "train-{0000..0003}.tar"), shuffle_window=8)
+    pipe = dataio.pipeline(
+        dataio.slot("image").decode_image().random_resized_crop(16, 16).hflip(),
+        dataio.slot("label").decode_bytes(),
+        dataio.batch(4),
+    )
+    want = local(pipe, records, seed=5, epoch=1)  # the native shard path
+    assert sorted(k for b in want for k in b[0]) == [f"{n:05d}" for n in range(33)]
+    assert on_ray(pipe, records, two_workers, seed=5, epoch=1) == want
+    loader = pipe.bind(records).run("numpy", seed=5, epoch=1, executor=two_workers)
+    head = _take(loader, 3)
+    state = loader.state_dict()
+    loader.close()
+    resumed = pipe.bind(records).run("numpy", seed=5, epoch=1)
+    resumed.load_state_dict(state)
+    assert head + snapshot(resumed) == want
+    resumed.close()

@@ -15,8 +15,8 @@ use crate::backend;
 use crate::error::{Error, Result, RowContext};
 use crate::plan::{Plan, Shape};
 use crate::pools;
-use futures::FutureExt;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use futures::FutureExt;
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -492,21 +492,19 @@ fn dispatch(sh: Arc<Shared>, builder: Arc<BatchBuilder>, row: usize, idx: u64, r
         let mut fetched = Vec::with_capacity(inputs.len());
         for (si, input) in inputs.into_iter().enumerate() {
             fetched.push(match input {
-                Ok(Input::Remote(b, u)) if !sh.stop.load(Ordering::Acquire) => {
-                    match b.read_all(&u).await {
-                        Ok(data) => {
-                            sh.counters.bytes_read.fetch_add(data.len() as u64, Ordering::Relaxed);
-                            Ok(Input::Ready(SlotInput::Data(data)))
-                        }
-                        Err(e) => Err(e.in_row(RowContext {
-                            key: rec.key(idx),
-                            index: idx,
-                            slot: sh.plan.slots[si].name.clone(),
-                            op: "read".into(),
-                            uri: Some(u),
-                        })),
+                Ok(Input::Remote(b, u)) if !sh.stop.load(Ordering::Acquire) => match b.read_all(&u).await {
+                    Ok(data) => {
+                        sh.counters.bytes_read.fetch_add(data.len() as u64, Ordering::Relaxed);
+                        Ok(Input::Ready(SlotInput::Data(data)))
                     }
-                }
+                    Err(e) => Err(e.in_row(RowContext {
+                        key: rec.key(idx),
+                        index: idx,
+                        slot: sh.plan.slots[si].name.clone(),
+                        op: "read".into(),
+                        uri: Some(u),
+                    })),
+                },
                 other => other,
             });
         }

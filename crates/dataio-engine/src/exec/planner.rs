@@ -67,7 +67,7 @@ pub fn planner(plan: &Plan, source: Box<dyn RecordSource>, opts: &Options) -> Re
     opts.shard.check()?;
     let len = source.len();
     if opts.seed.is_some() && len.is_none() {
-        return Err(Error::invalid("seed= shuffles by index, so the records must be a sized sequence (len() and indexing), not a one-pass iterable"));
+        return Err(Error::invalid("seed= needs a sized record source (len() and indexing: a list, parquet_records, tar_records, tfrecord_records), not a one-pass iterable"));
     }
     if opts.shard.pad && len.is_none() {
         return Err(Error::invalid("shard pad=True needs a sized sequence of records (len() and indexing)"));
@@ -91,12 +91,29 @@ pub fn planner(plan: &Plan, source: Box<dyn RecordSource>, opts: &Options) -> Re
         }),
         (Shape::Batch { size, drop_last }, Some(n)) => {
             let layout = source.layout();
-            let schedule =
-                Schedule::with_layout(n, layout.as_ref(), opts.seed, opts.epoch, opts.shard, opts.global_offset, opts.start)?;
+            let schedule = Schedule::with_layout(
+                n,
+                layout.as_ref(),
+                opts.seed,
+                opts.epoch,
+                opts.shard,
+                opts.global_offset,
+                opts.start,
+            )?;
             // Sharded sources hear of the records a window ahead, so their
             // shards are fetched before the batches that read them are formed.
-            let lookahead = layout.map(|l| (l.window / opts.shard.of).max(*size as u64 * 4)).unwrap_or(0);
-            Box::new(Scheduled { schedule, source, size: *size, drop_last: *drop_last, seq: 0, lookahead, hinted: 0 })
+            let window_per_rank = layout.as_ref().map(|l| l.window.div_ceil(opts.shard.of)).unwrap_or(0);
+            let lookahead = layout.map(|_| window_per_rank.max(*size as u64 * 4)).unwrap_or(0);
+            Box::new(Scheduled {
+                schedule,
+                source,
+                size: *size,
+                drop_last: *drop_last,
+                seq: 0,
+                lookahead,
+                hinted: 0,
+                window_per_rank,
+            })
         }
         (Shape::Batch { size, drop_last }, None) => {
             let mut stream = StreamReader::new(source, (*size).max(16), opts.shard);
@@ -117,6 +134,8 @@ pub struct Scheduled {
     lookahead: u64,
     /// This rank's positions the source has heard of, up to here.
     hinted: u64,
+    /// The shuffle window in this rank's positions.
+    window_per_rank: u64,
 }
 
 impl Planner for Scheduled {
@@ -149,7 +168,8 @@ impl Planner for Scheduled {
 }
 
 impl Scheduled {
-    /// Tells the source which records come next, half a lookahead at a time.
+    /// Tells the source which records come next (a lookahead from the
+    /// current position), again each time half of it has been consumed.
     fn hint_ahead(&mut self) {
         if self.lookahead == 0 {
             return;
@@ -159,11 +179,12 @@ impl Scheduled {
         if self.hinted >= count || self.hinted > pos + self.lookahead / 2 {
             return;
         }
-        let from = self.hinted.max(pos);
+        // From the current position: the source keeps open what these need.
         let to = (pos + self.lookahead).min(count);
-        let upcoming: Vec<u64> = (from..to).map(|p| self.schedule.index_at(p)).collect();
+        let upcoming: Vec<u64> = (pos..to).map(|p| self.schedule.index_at(p)).collect();
         self.hinted = to;
-        self.source.will_need(&upcoming);
+        let soon = (self.window_per_rank + 2 * self.size as u64) as usize;
+        self.source.will_need(&upcoming, soon);
     }
 
     fn emit(&mut self, rows: Vec<PlannedRow>) -> PlannedBatch {

@@ -299,7 +299,8 @@ mod tests {
 
     #[test]
     fn shard_order_is_a_bijection_with_empty_and_uneven_shards() {
-        for (counts, window) in [(vec![5u64, 0, 7, 1, 0, 9], 4u64), (vec![3], 10), (vec![100; 13], 64), (vec![0, 2], 1)] {
+        for (counts, window) in [(vec![5u64, 0, 7, 1, 0, 9], 4u64), (vec![3], 10), (vec![100; 13], 64), (vec![0, 2], 1)]
+        {
             let l = layout(&counts, window);
             let n: u64 = counts.iter().sum();
             for epoch in 0..3 {
@@ -332,7 +333,8 @@ mod tests {
         let n = 50;
         let mut all = Vec::new();
         for r in 0..3 {
-            let mut s = Schedule::with_layout(n, Some(&l), Some(4), 2, Shard { id: r, of: 3, pad: false }, 0, 0).unwrap();
+            let mut s =
+                Schedule::with_layout(n, Some(&l), Some(4), 2, Shard { id: r, of: 3, pad: false }, 0, 0).unwrap();
             all.extend(s.take(u64::MAX).into_iter().map(|p| p.1));
         }
         all.sort();

@@ -20,9 +20,10 @@ pub trait RecordSource: Send {
     fn layout(&self) -> Option<Layout> {
         None
     }
-    /// Records the planner will ask for soon, in order: a source may start
-    /// fetching what they live in (shards) ahead of `get`.
-    fn will_need(&mut self, _indices: &[u64]) {}
+    /// Records the planner will ask for, in order: a source may start
+    /// fetching what they live in (shards) ahead of `get`. The first `soon`
+    /// come within the next few batches (worth keeping open).
+    fn will_need(&mut self, _indices: &[u64], _soon: usize) {}
 }
 
 /// An in-memory source, for tests and for record lists built natively.

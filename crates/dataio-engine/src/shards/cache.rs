@@ -12,7 +12,8 @@
 //! * A miss downloads into memory, then under `DIR/lock` evicts the least
 //!   recently used entries (by mtime, touched on every open) until the new
 //!   one fits, writes it as `.partial` and renames it: readers see whole
-//!   payloads or nothing. One that cannot fit is a typed error naming the
+//!   payloads or nothing. When every other entry is being read it waits for
+//!   readers to move on (60 s), then fails with a typed error naming the
 //!   shard; nothing is left behind.
 //! * Another process fetching the same shard holds `.partial` locked: the
 //!   others wait for it instead of fetching again; a `.partial` nobody holds
@@ -43,6 +44,8 @@ pub struct CacheStats {
 pub struct ShardCache {
     dir: PathBuf,
     budget: u64,
+    /// How long a miss waits for room while other readers hold entries.
+    wait: Duration,
     pub stats: Arc<CacheStats>,
 }
 
@@ -67,7 +70,13 @@ impl ShardCache {
         let dir = dir.into();
         let data = dir.join("data");
         std::fs::create_dir_all(&data).map_err(|e| io(&data, e))?;
-        Ok(ShardCache { dir, budget, stats: Arc::new(CacheStats::default()) })
+        Ok(ShardCache { dir, budget, wait: Duration::from_secs(60), stats: Arc::new(CacheStats::default()) })
+    }
+
+    /// The same cache, waiting at most `wait` for room (see `get`).
+    pub fn with_wait(mut self, wait: Duration) -> ShardCache {
+        self.wait = wait;
+        self
     }
 
     pub fn dir(&self) -> &Path {
@@ -163,26 +172,31 @@ impl ShardCache {
             return Err(full(uri, need, self.budget, "larger than the whole budget"));
         }
         let lock_path = self.dir.join("lock");
-        let lock = OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path).map_err(|e| io(&lock_path, e))?;
-        lock.lock().map_err(|e| io(&lock_path, e))?;
-        let mut entries = self.entries()?;
-        let mut used: u64 = entries.iter().map(|e| e.1).sum();
-        entries.sort_by(|a, b| a.2.cmp(&b.2));
-        for (victim, size, _) in entries {
-            if used + need <= self.budget {
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| io(&lock_path, e))?;
+        // Entries other readers hold cannot go: wait a while for them to
+        // move on (the ranks of a host read the same windows at about the
+        // same time), then give up with a typed error.
+        let deadline = std::time::Instant::now() + self.wait;
+        loop {
+            lock.lock().map_err(|e| io(&lock_path, e))?;
+            if self.make_room(need)? {
                 break;
             }
-            if let Ok(f) = File::open(&victim) {
-                if f.try_lock().is_ok() {
-                    if std::fs::remove_file(&victim).is_ok() {
-                        used -= size;
-                        self.stats.evictions.fetch_add(1, Ordering::Relaxed);
-                    }
-                }
+            let _ = lock.unlock();
+            if std::time::Instant::now() >= deadline {
+                return Err(full(
+                    uri,
+                    need,
+                    self.budget,
+                    "the other entries are being read; raise cache_bytes or shrink the shuffle window",
+                ));
             }
-        }
-        if used + need > self.budget {
-            return Err(full(uri, need, self.budget, "every other entry is being read; raise cache_bytes or shrink the shuffle window"));
+            std::thread::sleep(Duration::from_millis(25));
         }
         file.write_all(data).map_err(|e| {
             if e.kind() == std::io::ErrorKind::StorageFull {
@@ -195,6 +209,26 @@ impl ShardCache {
         std::fs::rename(partial, path).map_err(|e| io(path, e))?;
         self.stats.bytes_fetched.fetch_add(need, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// Evicts least recently used entries nobody reads until `need` more
+    /// bytes fit; whether they do. Called under `DIR/lock`.
+    fn make_room(&self, need: u64) -> Result<bool> {
+        let mut entries = self.entries()?;
+        let mut used: u64 = entries.iter().map(|e| e.1).sum();
+        entries.sort_by(|a, b| a.2.cmp(&b.2));
+        for (victim, size, _) in entries {
+            if used + need <= self.budget {
+                break;
+            }
+            if let Ok(f) = File::open(&victim) {
+                if f.try_lock().is_ok() && std::fs::remove_file(&victim).is_ok() {
+                    used -= size;
+                    self.stats.evictions.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+        Ok(used + need <= self.budget)
     }
 
     /// Complete entries: (path, size, mtime).
@@ -259,13 +293,14 @@ mod tests {
     #[test]
     fn an_entry_being_read_is_never_evicted() {
         let dir = tempfile::tempdir().unwrap();
-        let c = ShardCache::new(dir.path(), 150).unwrap();
+        let c = ShardCache::new(dir.path(), 150).unwrap().with_wait(Duration::from_millis(100));
         let held = c.get("u1", "1", || Ok(Bytes::from(vec![1u8; 100]))).unwrap();
         let e = c.get("u2", "1", || Ok(Bytes::from(vec![2u8; 100]))).unwrap_err();
         assert!(e.to_string().contains("u2") && e.to_string().contains("being read"), "{e}");
         assert_eq!(&held[..2], &[1, 1]);
         // Nothing half-written is left behind.
-        let names: Vec<_> = std::fs::read_dir(dir.path().join("data")).unwrap().map(|e| e.unwrap().file_name()).collect();
+        let names: Vec<_> =
+            std::fs::read_dir(dir.path().join("data")).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(names.len(), 1);
         drop(held);
         c.get("u2", "1", || Ok(Bytes::from(vec![2u8; 100]))).unwrap();

@@ -176,7 +176,9 @@ mod tests {
     #[test]
     fn tar_members_group_into_samples_and_the_index_round_trips() {
         let mut b = tar::Builder::new(Vec::new());
-        for (name, data) in [("x/0.jpg", &b"J0"[..]), ("x/0.cls", b"3"), ("x/1.jpg", b"J1"), ("x/1.cls", b"4"), ("y", b"")] {
+        for (name, data) in
+            [("x/0.jpg", &b"J0"[..]), ("x/0.cls", b"3"), ("x/1.jpg", b"J1"), ("x/1.cls", b"4"), ("y", b"")]
+        {
             let mut h = tar::Header::new_gnu();
             h.set_size(data.len() as u64);
             h.set_mode(0o644);

@@ -81,7 +81,14 @@ impl ShardSet {
         let counters = Arc::new(Counters::default());
         let work = Mutex::new(uris.iter().cloned().enumerate().collect::<VecDeque<_>>());
         let found: Mutex<Vec<Option<Result<Shard>>>> = Mutex::new((0..uris.len()).map(|_| None).collect());
-        let probe = ShardSet { shards: Vec::new(), base: Vec::new(), total: 0, opts: opts.clone(), store: store.clone(), counters: counters.clone() };
+        let probe = ShardSet {
+            shards: Vec::new(),
+            base: Vec::new(),
+            total: 0,
+            opts: opts.clone(),
+            store: store.clone(),
+            counters: counters.clone(),
+        };
         std::thread::scope(|s| {
             for _ in 0..opts.parallelism.clamp(1, uris.len()) {
                 s.spawn(|| loop {
@@ -120,7 +127,8 @@ impl ShardSet {
             Some(i) => i,
             None => {
                 let payload = self.payload(&shard, &b)?;
-                let index = ShardIndex::build(uri, self.opts.format, shard.identity.clone(), &payload, self.opts.check_crc)?;
+                let index =
+                    ShardIndex::build(uri, self.opts.format, shard.identity.clone(), &payload, self.opts.check_crc)?;
                 self.store.save(uri, &index)?;
                 index
             }
@@ -165,7 +173,13 @@ impl ShardSet {
         let index = match index {
             Some(i) => i,
             None => {
-                let i = ShardIndex::build(&shard.uri, self.opts.format, shard.identity.clone(), &payload, self.opts.check_crc)?;
+                let i = ShardIndex::build(
+                    &shard.uri,
+                    self.opts.format,
+                    shard.identity.clone(),
+                    &payload,
+                    self.opts.check_crc,
+                )?;
                 let _ = self.store.save(&shard.uri, &i);
                 i
             }
@@ -227,7 +241,11 @@ impl ShardSet {
     /// Counters: shards opened, bytes read from the store, shards fetched ahead.
     pub fn counter_values(&self) -> (u64, u64, u64) {
         let c = &self.counters;
-        (c.shards_opened.load(Ordering::Relaxed), c.bytes_read.load(Ordering::Relaxed), c.prefetched.load(Ordering::Relaxed))
+        (
+            c.shards_opened.load(Ordering::Relaxed),
+            c.bytes_read.load(Ordering::Relaxed),
+            c.prefetched.load(Ordering::Relaxed),
+        )
     }
 
     /// A record source over the set that reads `fields`, keeping at most
@@ -235,7 +253,16 @@ impl ShardSet {
     pub fn source(self: &Arc<Self>, fields: Vec<String>) -> ShardSource {
         let avg = (self.total / self.shards.len().max(1) as u64).max(1);
         let max_open = (self.opts.window.div_ceil(avg) as usize + 3).max(4);
-        ShardSource { set: self.clone(), fields, open: HashMap::new(), lru: VecDeque::new(), max_open, fetching: Arc::new(Mutex::new(HashSet::new())) }
+        ShardSource {
+            set: self.clone(),
+            fields,
+            open: HashMap::new(),
+            lru: VecDeque::new(),
+            max_open,
+            fetching: Arc::new(Mutex::new(HashSet::new())),
+            upcoming: HashSet::new(),
+            cursor: 0,
+        }
     }
 
     /// One record with every member (for Python's `records[i]`).
@@ -255,7 +282,8 @@ fn make_record(shard: &Shard, open: &Open, k: usize, fields: Option<&[String]>) 
         Samples::Tar(samples) => {
             let s = &samples[k];
             origin = format!("{}#{}", shard.uri, s.key);
-            for (name, v) in [("key", &s.key), ("__key__", &s.key), ("__url__", &shard.uri), ("__shard__", &shard.uri)] {
+            for (name, v) in [("key", &s.key), ("__key__", &s.key), ("__url__", &shard.uri), ("__shard__", &shard.uri)]
+            {
                 if wanted(name) {
                     out.push((name.to_string(), Value::Str(v.clone())));
                 }
@@ -277,7 +305,15 @@ fn make_record(shard: &Shard, open: &Open, k: usize, fields: Option<&[String]>) 
                 if !wanted(&name) {
                     continue;
                 }
-                out.push((name, feature_value(&body, f)));
+                let value = match feature_value(&body, f) {
+                    // A text key names the record (row keys, errors).
+                    Value::Bytes(b) if name == "key" => match std::str::from_utf8(&b) {
+                        Ok(text) => Value::Str(text.to_string()),
+                        Err(_) => Value::Bytes(b),
+                    },
+                    v => v,
+                };
+                out.push((name, value));
             }
             if !has_key && wanted("key") {
                 out.push(("key".into(), Value::Str(origin.clone())));
@@ -314,6 +350,12 @@ pub struct ShardSource {
     max_open: usize,
     /// Shards being fetched ahead (remote, cached).
     fetching: Arc<Mutex<HashSet<usize>>>,
+    /// Shards of the records the planner said come next (`will_need`):
+    /// open shards outside them and the current batch are closed, so their
+    /// cache entries can be evicted.
+    upcoming: HashSet<usize>,
+    /// Next record of a sequential read (`next_chunk`, for group_by).
+    cursor: u64,
 }
 
 impl ShardSource {
@@ -341,20 +383,32 @@ impl RecordSource for ShardSource {
 
     fn get(&mut self, indices: &[u64]) -> Result<Vec<Record>> {
         let mut out = Vec::with_capacity(indices.len());
+        let mut current = HashSet::new();
         for &i in indices {
             let (s, k) = self.set.locate(i)?;
             self.ensure_open(s)?;
+            current.insert(s);
             let open = &self.open[&s];
             out.push(make_record(&self.set.shards[s], open, k, Some(&self.fields))?);
+        }
+        if !self.upcoming.is_empty() {
+            let keep: Vec<usize> =
+                self.lru.iter().copied().filter(|s| current.contains(s) || self.upcoming.contains(s)).collect();
+            self.open.retain(|s, _| keep.contains(s));
+            self.lru = keep.into();
         }
         Ok(out)
     }
 
     fn next_chunk(&mut self, max: usize) -> Result<Vec<Record>> {
-        Err(Error::invalid(format!("a shard source is read by index (asked for {max} records in order)")))
+        let end = (self.cursor + max as u64).min(self.set.total);
+        let indices: Vec<u64> = (self.cursor..end).collect();
+        self.cursor = end;
+        self.get(&indices)
     }
 
     fn rewind(&mut self) -> Result<()> {
+        self.cursor = 0;
         Ok(())
     }
 
@@ -362,16 +416,20 @@ impl RecordSource for ShardSource {
         Some(self.set.layout())
     }
 
-    fn will_need(&mut self, indices: &[u64]) {
-        let Some(cache) = self.set.opts.cache.clone() else { return };
+    fn will_need(&mut self, indices: &[u64], soon: usize) {
         let mut shards: Vec<usize> = Vec::new();
-        for &i in indices {
+        self.upcoming.clear();
+        for (n, &i) in indices.iter().enumerate() {
             if let Ok((s, _)) = self.set.locate(i) {
+                if n < soon {
+                    self.upcoming.insert(s);
+                }
                 if !shards.contains(&s) && !self.open.contains_key(&s) {
                     shards.push(s);
                 }
             }
         }
+        let Some(cache) = self.set.opts.cache.clone() else { return };
         for s in shards {
             let shard = &self.set.shards[s];
             if shard.mapped || cache.contains(&shard.uri, &shard.identity) {

@@ -51,6 +51,9 @@ class StatsReport:
     #: With an executor plugin: the slowest worker, what it waits on and a
     #: one-line summary (the executor's ``stats()["slowest_worker"]``).
     slowest_worker: dict[str, Any] | None = None
+    #: A shard source's counters (shards opened, the shard cache's hits,
+    #: misses, bytes fetched, evictions), since the source was opened.
+    shards: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -63,6 +66,7 @@ class StatsReport:
             "verdict": self.verdict,
             "hints": list(self.hints),
             "slowest_worker": dict(self.slowest_worker) if self.slowest_worker else None,
+            "shards": dict(self.shards) if self.shards else None,
         }
 
     def __str__(self) -> str:
@@ -85,6 +89,16 @@ class StatsReport:
         ]
         if self.slowest_worker:
             lines.append("  " + str(self.slowest_worker.get("summary", self.slowest_worker)))
+        if self.shards:
+            s = self.shards
+            line = f"  shards: {s.get('shards', '?')} in the source, {s.get('shards_opened', 0)} opened"
+            if "cache_hits" in s:
+                line += (
+                    f"; cache {s['cache_hits']} hits, {s['cache_misses']} misses, "
+                    f"{s['cache_bytes_fetched'] / 1e6:,.1f} MB fetched, {s['cache_evictions']} evictions, "
+                    f"{s['cache_bytes_used'] / 1e6:,.1f} of {s['cache_budget'] / 1e6:,.1f} MB used"
+                )
+            lines.append(line)
         lines += [f"  hint: {h}" for h in self.hints]
         return "\n".join(lines)
 
@@ -228,4 +242,9 @@ def describe_stats(
     if ready and prefetch and ready >= prefetch and waiting_on != "consumer":
         hints.append(f"{ready} batches are ready now: the last moments of the interval were consumer-bound")
     slowest = after.get("slowest_worker")
-    return StatsReport(dt, rates, per_record_ms, busy, queues, waiting_on, verdict, hints, slowest if isinstance(slowest, dict) else None)
+    shards = after.get("source")
+    return StatsReport(
+        dt, rates, per_record_ms, busy, queues, waiting_on, verdict, hints,
+        slowest if isinstance(slowest, dict) else None,
+        shards if isinstance(shards, dict) and "shards_opened" in shards else None,
+    )

@@ -508,11 +508,16 @@ class Loader:
         ``consumer_wait_seconds`` (time the consumer spent waiting in
         ``next()``), ``batches_built`` / ``batches_delivered``, the queues now
         (``records_in_flight``, ``batches_in_window``, ``batches_ready``) and
-        ``elapsed_seconds`` since the epoch started. :meth:`report` turns
-        snapshots into rates and a verdict."""
-        if self._run is not None:
-            return self._with_wait(self._run.stats())
-        return dict(self._last_stats)
+        ``elapsed_seconds`` since the epoch started. A shard source adds
+        ``"source"``: its shards, shards opened and its cache's
+        ``cache_hits`` / ``cache_misses`` / ``cache_bytes_fetched`` /
+        ``cache_evictions`` (counted since the source was opened).
+        :meth:`report` turns snapshots into rates and a verdict."""
+        out = self._with_wait(self._run.stats()) if self._run is not None else dict(self._last_stats)
+        source_stats = getattr(self._records, "_dataio_source_stats", None)
+        if callable(source_stats):
+            out["source"] = source_stats()
+        return out
 
     def _with_wait(self, stats: dict[str, Any]) -> dict[str, Any]:
         # The native counter adds only the last poll slice of a long wait;

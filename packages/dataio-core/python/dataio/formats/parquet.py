@@ -4,20 +4,29 @@
 .select(...).collect()`` filters rows — with a ``dataio.cond`` predicate the
 filter becomes a pyarrow expression, so row groups whose statistics cannot
 match are never read; with a Python callable it runs per row.
-``parquet_records`` is a sized record source for pipelines that hands the
-loader whole columns per chunk (no Python dict per row).
+``parquet_records`` is a sized record source over one or many files, read by
+row group, that hands the loader whole columns per chunk (no Python dict per
+row).
 """
 
 from __future__ import annotations
 
+import bisect
+import hashlib
 import io
+import itertools
+import json
+import os
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from .. import uri as _uri
 from ..cond import Pred
 from ..errors import CorruptDataError, InvalidArgumentError
 from ..io import fetch_into, head
+from .shards import DEFAULT_SHUFFLE_WINDOW, cache_root, expand_shards
 
 __all__ = ["read_parquet", "scan_parquet", "parquet_records", "DataioFile"]
 
@@ -163,37 +172,181 @@ def scan_parquet(uri: str) -> ParquetScan:
 
 
 class ParquetRecords:
-    """A sized record source over parquet rows. The loader asks it for whole
-    chunks of rows at once (``_dataio_take``), column by column, so no Python
-    dict is built per row."""
+    """A sized record source over the rows of one or many parquet files,
+    read lazily by row group (never a whole file): the footers give the row
+    counts (kept beside each file's identity, like shard indexes), a bounded
+    set of row groups is held at a time, and the loader takes whole chunks
+    of rows column by column (``_dataio_take``), so no Python dict is built
+    per row. With a seed the order is two-level over row groups (see
+    :mod:`dataio.formats.shards`).
 
-    def __init__(self, uri: str, columns: Sequence[str] | None = None, key: str | None = None) -> None:
-        self.uri = uri
-        self.table = read_parquet(uri, columns=columns)
+    A column of Hugging Face ``Image`` values (structs ``{bytes, path}``)
+    hands ``decode_image`` the embedded bytes, or the path resolved against
+    the parquet file's folder when no bytes are embedded."""
+
+    def __init__(
+        self,
+        uris: Any,
+        columns: Sequence[str] | None = None,
+        key: str | None = None,
+        *,
+        shuffle_window: int = DEFAULT_SHUFFLE_WINDOW,
+        index_dir: Any = None,
+        max_open_row_groups: int | None = None,
+    ) -> None:
+        if not isinstance(shuffle_window, int) or isinstance(shuffle_window, bool) or shuffle_window < 1:
+            raise InvalidArgumentError(f"shuffle_window must be a positive number of samples, got {shuffle_window!r}")
+        self.uris = expand_shards(uris)
+        self.uri = self.uris[0]
+        self.columns = list(columns) if columns else None
         self.key = key
+        self.window = shuffle_window
+        store = Path(index_dir) if index_dir is not None else cache_root() / "index"
+        self._groups: list[tuple[int, int]] = []  # (file, row group) per layout unit
+        self._counts: list[int] = []
+        for f, u in enumerate(self.uris):
+            for g, rows in enumerate(_row_groups(u, store)):
+                self._groups.append((f, g))
+                self._counts.append(rows)
+        self._starts = list(itertools.accumulate(self._counts, initial=0))
+        self._total = self._starts[-1]
+        avg = max(1, self._total // max(1, len(self._counts)))
+        self._max_open = max_open_row_groups or max(4, -(-shuffle_window // avg) + 3)
+        self._open: OrderedDict[tuple[int, tuple[str, ...]], Any] = OrderedDict()
+        self._files: OrderedDict[int, Any] = OrderedDict()
+        self.requests = 0  # row-group reads (each a few ranged requests)
 
     def __len__(self) -> int:
-        return self.table.num_rows
+        return self._total
+
+    def _dataio_layout(self) -> tuple[list[int], int]:
+        return list(self._counts), self.window
+
+    def _dataio_source_stats(self) -> dict[str, Any]:
+        return {"parquet_files": len(self.uris), "row_groups": len(self._counts), "row_groups_read": self.requests}
+
+    def _locate(self, i: int) -> tuple[int, int]:
+        if not 0 <= i < self._total:
+            raise IndexError(f"row {i} is out of range ({self._total} rows)")
+        unit = bisect.bisect_right(self._starts, i) - 1
+        while self._counts[unit] == 0:
+            unit += 1
+        return unit, i - self._starts[unit]
+
+    def _file(self, f: int) -> Any:
+        pf = self._files.get(f)
+        if pf is None:
+            uri = self.uris[f]
+            pf = _wrap(uri, lambda: _pa().ParquetFile(_source(uri)))
+            self._files[f] = pf
+            while len(self._files) > self._max_open:
+                self._files.popitem(last=False)
+        else:
+            self._files.move_to_end(f)
+        return pf
+
+    def _group(self, unit: int, fields: tuple[str, ...]) -> Any:
+        slot = (unit, fields)
+        table = self._open.get(slot)
+        if table is not None:
+            self._open.move_to_end(slot)
+            return table
+        f, g = self._groups[unit]
+        pf = self._file(f)
+        names = set(pf.schema_arrow.names)
+        wanted = [c for c in fields if c in names and (self.columns is None or c in self.columns or c == self.key)]
+        table = _wrap(self.uris[f], lambda: pf.read_row_group(g, columns=wanted))
+        self.requests += 1
+        self._open[slot] = table
+        while len(self._open) > self._max_open:
+            self._open.popitem(last=False)
+        return table
 
     def __getitem__(self, i: int) -> dict[str, Any]:
-        row = self.table.slice(i, 1).to_pylist()[0]
+        if i < 0:
+            i += self._total
+        unit, row = self._locate(i)
+        f, g = self._groups[unit]
+        cols = tuple(self.columns) if self.columns else tuple(self._file(f).schema_arrow.names)
+        if self.key is not None and self.key not in cols:
+            cols = (*cols, self.key)
+        out = self._group(unit, cols).slice(row, 1).to_pylist()[0]
+        out = {k: _resolve_image(self.uris[f], v) for k, v in out.items()}
         if self.key is not None:
-            row.setdefault("key", row.get(self.key))
-        return row
+            out.setdefault("key", out.get(self.key))
+        return out
 
     def _dataio_take(self, indices: list[int], fields: list[str]) -> dict[str, list[Any]]:
         import pyarrow as pa
 
-        taken = self.table.take(pa.array(indices, type=pa.int64()))
-        out = {f: taken.column(f).to_pylist() for f in fields if f in taken.column_names}
-        if self.key is not None and "key" in fields and "key" not in out:
-            out["key"] = taken.column(self.key).to_pylist()
+        want = tuple(fields) if self.key is None or self.key in fields else (*fields, self.key)
+        located = [self._locate(i) for i in indices]
+        out: dict[str, list[Any]] = {}
+        # Consecutive rows of one row group are taken together.
+        start = 0
+        while start < len(located):
+            unit = located[start][0]
+            end = start
+            while end < len(located) and located[end][0] == unit:
+                end += 1
+            table = self._group(unit, want)
+            taken = table.take(pa.array([r for _, r in located[start:end]], type=pa.int64()))
+            uri = self.uris[self._groups[unit][0]]
+            for name in taken.column_names:
+                col = taken.column(name)
+                values = col.to_pylist()
+                if pa.types.is_struct(col.type):
+                    values = [_resolve_image(uri, v) for v in values]
+                out.setdefault(name, []).extend(values)
+                if name == self.key and "key" in fields and "key" not in taken.column_names:
+                    out.setdefault("key", []).extend(values)
+            start = end
         return out
 
     def __repr__(self) -> str:
-        return f"<parquet_records {self.uri!r}: {len(self)} rows>"
+        return f"<parquet_records: {self._total} rows in {len(self.uris)} files, {len(self._counts)} row groups>"
 
 
-def parquet_records(uri: str, columns: Sequence[str] | None = None, key: str | None = None) -> ParquetRecords:
-    """Parquet rows as a pipeline's record source (sized: shuffle and shard by index)."""
-    return ParquetRecords(uri, columns, key)
+def _resolve_image(uri: str, v: Any) -> Any:
+    """A ``{bytes, path}`` value without bytes gets its path resolved
+    against the folder of the parquet file it came from."""
+    if isinstance(v, dict) and v.get("bytes") is None and isinstance(v.get("path"), str):
+        path = v["path"]
+        if "://" not in path and not path.startswith("/"):
+            base = uri.rsplit("/", 1)[0] if "/" in uri else "."
+            return {"bytes": None, "path": f"{base}/{path}"}
+    return v
+
+
+def _row_groups(uri: str, store: Path) -> list[int]:
+    """Rows per row group of ``uri``, from its footer (kept by identity)."""
+    meta = head(uri)
+    ident = f"size={meta.size};etag={meta.etag};mtime={meta.mtime}"
+    name = hashlib.blake2b(f"parquet\0{uri}\0{ident}".encode(), digest_size=16).hexdigest()
+    path = store / f"{name}.json"
+    try:
+        kept = json.loads(path.read_text())
+        if kept.get("identity") == ident:
+            return [int(n) for n in kept["row_groups"]]
+    except (OSError, ValueError, KeyError):
+        pass
+    md = _wrap(uri, lambda: _pa().ParquetFile(_source(uri)).metadata)
+    groups = [md.row_group(g).num_rows for g in range(md.num_row_groups)]
+    store.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps({"uri": uri, "identity": ident, "row_groups": groups}))
+    os.replace(tmp, path)
+    return groups
+
+
+def parquet_records(
+    uris: Any,
+    columns: Sequence[str] | None = None,
+    key: str | None = None,
+    *,
+    shuffle_window: int = DEFAULT_SHUFFLE_WINDOW,
+    index_dir: Any = None,
+) -> ParquetRecords:
+    """Parquet rows of one or many files (a URI, list, glob or brace range)
+    as a sized record source, read by row group (see :class:`ParquetRecords`)."""
+    return ParquetRecords(uris, columns, key, shuffle_window=shuffle_window, index_dir=index_dir)

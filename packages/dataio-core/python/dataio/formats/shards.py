@@ -45,21 +45,19 @@ _LIST = re.compile(r"\{([^{}]*,[^{}]*)\}")
 
 
 def _braces(spec: str) -> list[str]:
-    m = _RANGE.search(spec)
-    if m:
-        lo, hi = m.group(1), m.group(2)
-        width = len(lo) if lo.startswith("0") or len(lo) == len(hi) else 0
-        if int(hi) < int(lo):
-            raise InvalidArgumentError(f"shard range {m.group(0)} in {spec!r} runs backwards")
-        return [
-            out
-            for i in range(int(lo), int(hi) + 1)
-            for out in _braces(spec[: m.start()] + str(i).zfill(width) + spec[m.end() :])
-        ]
-    m = _LIST.search(spec)
-    if m:
-        return [out for alt in m.group(1).split(",") for out in _braces(spec[: m.start()] + alt + spec[m.end() :])]
-    return [spec]
+    """Expands the leftmost brace group first, as a shell does."""
+    ranges, lists = _RANGE.search(spec), _LIST.search(spec)
+    m = min((x for x in (ranges, lists) if x), key=lambda x: x.start(), default=None)
+    if m is None:
+        return [spec]
+    head, tail = spec[: m.start()], spec[m.end() :]
+    if m is lists:
+        return [out for alt in m.group(1).split(",") for out in _braces(head + alt + tail)]
+    lo, hi = m.group(1), m.group(2)
+    if int(hi) < int(lo):
+        raise InvalidArgumentError(f"shard range {m.group(0)} in {spec!r} runs backwards")
+    width = len(lo) if lo.startswith("0") or len(lo) == len(hi) else 0
+    return [out for i in range(int(lo), int(hi) + 1) for out in _braces(head + str(i).zfill(width) + tail)]
 
 
 def expand_shards(spec: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> list[str]:
