@@ -1,19 +1,60 @@
-"""Datasets in shards: dataio's tar shard source against webdataset + torch DataLoader, in one run.
+"""Datasets in shards: dataio's shard source against webdataset, MosaicML Streaming and LitData, in one run.
 
     python benchmarks/shards.py [--samples 4000] [--shards 40] [--window 1000] [--buffer 1000]
-                                [--wide-window 8192] [--workers 2] [--batch 64] [--repeat 1]
+                                [--wide-window 8192] [--workers 2] [--batch 64] [--epochs 2]
+                                [--repeat 1] [--remote nginx] [--nginx-workers 1]
                                 [--only NAMES] [--data DIR] [--quick] [--json PATH]
 
-Both sides read the **same WebDataset tar shards** (made once and cached
-under ``--data``, default ``/tmp/dataio-shards-bench``): ``--samples`` JPEGs
-cut from scikit-image's photographs (astronaut, coffee, chelsea, rocket;
-smooth random gradients when scikit-image is missing), 200–500 px per side,
-written with ``webdataset.TarWriter`` into ``--shards`` shards in storage
-order, each sample ``{"__key__": "SSSS/GGGGGG", "jpg": ..., "cls": b"d"}``:
-the key holds the shard and the sample's global storage index, so the order a
-loader delivers can be scored against the order on disk. The shards are read
-once before the first run (a warm page cache: this measures the loaders'
-CPU work, not the disk).
+Every candidate reads **the same samples**: ``--samples`` JPEGs cut from
+scikit-image's photographs (astronaut, coffee, chelsea, rocket; smooth
+random gradients when scikit-image is missing), 200–500 px per side, written
+with ``webdataset.TarWriter`` into ``--shards`` WebDataset tar shards in
+storage order, each sample ``{"__key__": "SSSS/GGGGGG", "jpg": ..., "cls":
+b"d"}``: the key holds the shard and the sample's global storage index, so the
+order a loader delivers can be scored against the order on disk. The tar set
+is made once and cached under ``--data`` (default
+``/tmp/dataio-shards-bench``); the peers' formats are written from it, in the
+same order, next to it when those peers are selected and importable:
+
+* ``mds/`` — MosaicML Streaming's MDS (``streaming.MDSWriter(columns={"key":
+  "str", "jpg": "bytes", "cls": "int"}, size_limit=<twice the largest tar
+  shard>)``), a new MDS shard started at every tar shard's boundary
+  (``flush_shard()``), so the MDS set has the tar set's shards and counts;
+* ``litdata/`` — LitData chunks (``litdata.optimize(fn, inputs=<shard
+  numbers>, chunk_size=ceil(samples / shards), num_workers=1,
+  reorder_files=False)``, ``fn`` yielding a shard's samples as ``{"key": str,
+  "jpg": bytes, "cls": int}``): the tar set's layout when ``--shards``
+  divides ``--samples``, about as many chunks otherwise.
+
+The files are read once before the first run (a warm page cache: locally
+this measures the loaders' CPU work, not the disk; remotely the store answers
+from memory).
+
+**Where the shards live.** By default (local) every candidate reads the files
+in place. ``--remote nginx`` serves the dataset folder from nginx on
+127.0.0.1 (a child process on a free port, ``dataio.bench.nginx``: it answers
+path-style S3 GETs, ranged GETs and HEADs of files under its root and ignores
+signatures; Debian's ``apt-get install nginx``) as the bucket ``bench``:
+dataio reads ``s3://bench/train-{0000..N}.tar`` (``configure_endpoint("s3",
+ENDPOINT)``, dummy keys, the dataio-s3 plugin) with its shard cache and index
+under a temp folder; webdataset reads ``ENDPOINT/bench/train-NNNN.tar`` over
+HTTP (its ``curl`` pipe); Streaming gets ``remote="s3://bench/mds"`` with
+``S3_ENDPOINT_URL=ENDPOINT`` (boto3) and a temp ``local``; LitData gets
+``input_dir="s3://bench/litdata"`` with ``storage_options={"endpoint_url":
+ENDPOINT, <dummy keys>}`` and a temp ``cache_dir``. nginx's access log
+(``$body_bytes_sent`` of every request) gives the bytes each epoch fetched
+from the store.
+
+**Epochs.** Every candidate runs ``--epochs`` epochs (default 2) with one
+loader, as a training loop does; each is measured on its own. Epoch 1 is
+**cold**: before it the candidate's caches are emptied (dataio: its shard
+index, and remotely its shard cache; Streaming: a fresh ``local`` remotely;
+LitData: a fresh ``cache_dir``), and its time covers building the source
+(dataio indexes the shards here: it reads every shard once, into the cache
+when remote), the loader and its workers. Epoch 2 is **warm**: the same
+loader iterated again (its next epoch and seed state, whatever caches epoch 1
+filled; the torch DataLoaders start their workers again, as they do by
+default).
 
 Candidates (all do the same work per sample: decode the JPEG to RGB, resize
 the short side to 160 (bilinear, antialiased), center-crop 128×128, normalize
@@ -44,22 +85,39 @@ with the ImageNet mean/std to float32 CHW, batches of ``--batch``):
   of all shards) and then samples in a buffer of ``--buffer`` (yielding from
   100 on, its default ``initial``); the DataLoader hands out the workers'
   batches in turn. ``--window`` and ``--buffer`` are equal by default, so both
-  shuffle with the same number of samples held.
+  shuffle with the same number of samples held. It has no cache: every epoch
+  reads the shards again.
+* ``streaming`` — MosaicML Streaming: a ``streaming.StreamingDataset``
+  subclass whose ``__getitem__`` decodes ``jpg`` with PIL (as webdataset's
+  ``"pil"`` decoder: ``open``, ``load``, ``convert("RGB")``) and applies the
+  same ``transform``; ``StreamingDataset(local=..., remote=...,
+  shuffle=True, shuffle_algo="py1e", shuffle_seed=0,
+  shuffle_block_size=--window, batch_size=--batch)`` (remotely also
+  ``cache_limit=<4× the dataset>``) under ``torch.utils.data.DataLoader(batch_size=
+  --batch, num_workers=--workers)``. Locally ``local`` is the MDS folder and
+  there is no remote (Streaming reads the shards in place).
+* ``litdata`` — ``litdata.StreamingDataset(input_dir=..., cache_dir=<temp>,
+  shuffle=True, seed=0, transform=<PIL decode + transform>)`` under
+  ``litdata.StreamingDataLoader(batch_size=--batch, num_workers=--workers)``;
+  LitData shuffles the chunk order and the items inside each chunk (its
+  default ``item_shuffle_window``, 256) and gives each worker its own chunks.
 
-Columns (one epoch each; with ``--repeat N`` the candidates take turns, N
-rounds, and rates and times are medians; quality is from the first round):
+Columns (one table per epoch; with ``--repeat N`` the candidates take turns,
+N rounds, each round cold then warm, and rates and times are medians; quality
+is from the first round):
 
-* ``samples/s`` — samples delivered ÷ wall time from building the loader to
-  its last batch (first-batch time included), the consumer only recording
-  each batch's keys, labels and per-image channel means;
-  ``× wds``: this ÷ webdataset's.
-* ``first batch s`` — building the loader (dataio: ``tar_records`` with its
-  index cached, the pipeline and ``run``; webdataset: the dataset, the
-  DataLoader and its workers' start) to the first batch in hand.
+* ``samples/s`` — samples delivered ÷ wall time from the start of the epoch
+  (epoch 1: building the source and loader; epoch 2: asking the loader for
+  its next epoch) to its last batch (first-batch time included), the consumer
+  only recording each batch's keys, labels and per-image channel means;
+  ``× wds``: this ÷ webdataset's in the same epoch.
+* ``first batch s`` — the start of the epoch to the first batch in hand.
 * ``cpu s`` — CPU time of this process and of its reaped children (the
-  DataLoader workers) during the epoch.
-* ``shards/batch`` — distinct shards in a full batch, mean over the epoch
-  (higher mixes better; the line under the table gives what a uniform
+  DataLoader workers and what they ran) during the epoch; not nginx's.
+* ``store MB`` — with ``--remote``: bytes nginx sent during the epoch (the
+  bodies of all requests), and ``req`` how many requests it answered.
+* ``shards/batch`` — distinct (tar) shards in a full batch, mean over the
+  epoch (higher mixes better; the line under the table gives what a uniform
   shuffle of the whole dataset gets).
 * ``|rho|`` — |Spearman rank correlation| between the delivery position and
   the storage index of every sample (0: no trace of the storage order left,
@@ -68,14 +126,17 @@ rounds, and rates and times are medians; quality is from the first round):
   under the table gives the mean |rho| of shards in a random order, unmixed.
 * ``once`` — every sample delivered exactly once (the script fails if not).
 * ``Δmean`` — largest difference of a per-image channel mean from the
-  ``storage`` row's (the same image, by key), in normalized units: whether
-  the candidate computes the same thing (resamplers and DCT scaling differ a
-  little); ``labels``: a label that did not travel with its image fails the
-  run.
+  ``storage`` row's epoch 1 (the same image, by key), in normalized units:
+  whether the candidate computes the same thing (resamplers and DCT scaling
+  differ a little); ``labels``: a label that did not travel with its image
+  fails the run.
+* ``new order`` (epochs after the first) — whether the epoch's delivery order
+  differs from epoch 1's.
 
-dataio's shard index is built once per dataset (kept under ``DATA/index``):
-the run deletes it and times the first build ("index build s"); the timed
-epochs then find it cached, as a second epoch or a restarted job does.
+A peer that is not installed (or that cannot be pointed at the local store)
+gets an UNAVAILABLE row saying why; the others still run. The peers are not
+in the project's environments: install them into a separate virtualenv that
+also sees dataio's (``docs/benchmark.md``, "Datasets in shards").
 """
 
 from __future__ import annotations

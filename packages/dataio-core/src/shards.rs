@@ -27,15 +27,17 @@ pub fn value_to_py(py: Python<'_>, v: &Value) -> PyResult<Py<PyAny>> {
 
 #[pymethods]
 impl PyShardSet {
-    /// Indexes the shards (or loads their kept indexes), GIL released.
+    /// Indexes the shards (or loads their kept counts), GIL released.
+    /// `known`: (size, etag) per shard from a listing, or None to ask.
     #[new]
-    #[pyo3(signature = (format, uris, *, index_dir, gunzip=None, check_crc=true, window=8192, cache_dir=None, cache_bytes=0, parallelism=8))]
+    #[pyo3(signature = (format, uris, *, index_dir, known=None, gunzip=None, check_crc=true, window=8192, cache_dir=None, cache_bytes=0, parallelism=8))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         format: &str,
         uris: Vec<String>,
         index_dir: String,
+        known: Option<Vec<Option<(u64, String)>>>,
         gunzip: Option<bool>,
         check_crc: bool,
         window: u64,
@@ -57,7 +59,7 @@ impl PyShardSet {
             cache,
             parallelism,
         };
-        let inner = py.detach(|| ShardSet::open(uris, opts)).map_py(py)?;
+        let inner = py.detach(|| ShardSet::open(uris, known.unwrap_or_default(), opts)).map_py(py)?;
         Ok(PyShardSet { inner })
     }
 

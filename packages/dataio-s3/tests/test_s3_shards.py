@@ -52,7 +52,7 @@ def keys(records: Any, **run: Any) -> list[int]:
         return out
 
 
-def test_second_epoch_and_restart_fetch_nothing(s3: S3Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_second_epoch_and_restart_fetch_nothing(s3: S3Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     monkeypatch.setenv("DATAIO_CACHE_DIR", str(tmp_path / "cache"))
     base, _ = upload_shards(s3, tmp_path)
     recs = dataio.tar_records(f"{base}/train-{{0000..0005}}.tar", shuffle_window=30, cache_bytes=1 << 30)
@@ -66,8 +66,14 @@ def test_second_epoch_and_restart_fetch_nothing(s3: S3Server, tmp_path: Path, mo
     assert sorted(e0) == sorted(e1) == list(range(120)) and e0 != e1
     assert stats["cache_bytes_fetched"] == after_index["cache_bytes_fetched"]  # zero bytes in epochs 1 and 2
     assert stats["cache_hits"] > after_index["cache_hits"]
-    # A restarted job: indexes and shards come from the host, not the store.
-    again = dataio.tar_records(f"{base}/train-*.tar", shuffle_window=30, cache_bytes=1 << 30)
+    # A restarted job: indexes and shards come from the host, not the store;
+    # the glob's listing names the shards' versions, so opening the set asks
+    # nothing per shard.
+    caplog.clear()
+    with caplog.at_level("INFO", logger="werkzeug"):
+        again = dataio.tar_records(f"{base}/train-*.tar", shuffle_window=30, cache_bytes=1 << 30)
+    requests = [r.getMessage() for r in caplog.records if r.name == "werkzeug"]
+    assert requests and not [r for r in requests if '"HEAD ' in r or '"GET /' + s3.bucket + "/" in r.split("?")[0]], requests
     assert again.shards == recs.shards
     assert keys(again, seed=1) == e0
     assert again.stats()["cache_bytes_fetched"] == 0 and again.stats()["store_bytes_read"] == 0

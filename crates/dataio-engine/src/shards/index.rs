@@ -144,10 +144,19 @@ impl IndexStore {
         (index.identity == identity && index.format == format).then_some(index)
     }
 
-    /// Keeps an index (atomically: a reader sees the whole file or none).
+    /// Keeps an index (atomically: a reader sees the whole file or none),
+    /// and beside it its sample count, which is all opening a set reads.
     pub fn save(&self, uri: &str, index: &ShardIndex) -> Result<()> {
         let path = self.path(uri, index.format, &index.identity);
-        write_atomic(&path, &serde_json::to_vec(index).map_err(|e| Error::invalid(e.to_string()))?)
+        write_atomic(&path, &serde_json::to_vec(index).map_err(|e| Error::invalid(e.to_string()))?)?;
+        write_atomic(&path.with_extension("count"), format!("{} {}", index.len(), index.identity).as_bytes())
+    }
+
+    /// The kept sample count of a shard, without reading its index.
+    pub fn load_count(&self, uri: &str, format: Format, identity: &str) -> Option<u64> {
+        let text = std::fs::read_to_string(self.path(uri, format, identity).with_extension("count")).ok()?;
+        let (count, kept) = text.split_once(' ')?;
+        (kept == identity).then(|| count.parse().ok()).flatten()
     }
 }
 
@@ -197,6 +206,8 @@ mod tests {
         let store = IndexStore::new(dir.path());
         store.save("t.tar", &idx).unwrap();
         assert_eq!(store.load("t.tar", Format::Tar, &idx.identity), Some(idx.clone()));
+        assert_eq!(store.load_count("t.tar", Format::Tar, &idx.identity), Some(3));
+        assert_eq!(store.load_count("t.tar", Format::Tar, "size=2"), None);
         assert_eq!(store.load("t.tar", Format::Tar, "size=2"), None);
         assert_eq!(store.load("u.tar", Format::Tar, &idx.identity), None);
     }

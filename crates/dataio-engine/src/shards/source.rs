@@ -72,14 +72,22 @@ fn gz_by_name(uri: &str) -> bool {
 }
 
 impl ShardSet {
-    /// Indexes `uris` (or loads their kept indexes) and returns the set.
-    pub fn open(uris: Vec<String>, opts: ShardSetOptions) -> Result<Arc<ShardSet>> {
+    /// Indexes `uris` (or loads their kept counts) and returns the set.
+    /// `known[i]`, when given, is shard i's (size, etag) from a listing,
+    /// which spares a `head` per shard; a shard without one is asked.
+    pub fn open(uris: Vec<String>, known: Vec<Option<(u64, String)>>, opts: ShardSetOptions) -> Result<Arc<ShardSet>> {
         if uris.is_empty() {
             return Err(Error::invalid("a shard source needs at least one shard"));
         }
         let store = IndexStore::new(&opts.index_dir);
         let counters = Arc::new(Counters::default());
-        let work = Mutex::new(uris.iter().cloned().enumerate().collect::<VecDeque<_>>());
+        let work = Mutex::new(
+            uris.iter()
+                .cloned()
+                .enumerate()
+                .map(|(i, u)| (i, u, known.get(i).cloned().flatten()))
+                .collect::<VecDeque<_>>(),
+        );
         let found: Mutex<Vec<Option<Result<Shard>>>> = Mutex::new((0..uris.len()).map(|_| None).collect());
         let probe = ShardSet {
             shards: Vec::new(),
@@ -92,8 +100,8 @@ impl ShardSet {
         std::thread::scope(|s| {
             for _ in 0..opts.parallelism.clamp(1, uris.len()) {
                 s.spawn(|| loop {
-                    let Some((i, uri)) = work.lock().unwrap().pop_front() else { break };
-                    let r = probe.index_one(&uri);
+                    let Some((i, uri, known)) = work.lock().unwrap().pop_front() else { break };
+                    let r = probe.index_one(&uri, known);
                     found.lock().unwrap()[i] = Some(r);
                 });
             }
@@ -117,23 +125,28 @@ impl ShardSet {
         Ok((b, meta))
     }
 
-    fn index_one(&self, uri: &str) -> Result<Shard> {
-        let (b, meta) = Self::meta(uri)?;
-        let id = identity(meta.size, meta.etag.as_deref(), meta.mtime);
+    fn index_one(&self, uri: &str, known: Option<(u64, String)>) -> Result<Shard> {
+        let (b, _) = backend_for(uri)?;
+        let id = match known {
+            Some((size, etag)) => identity(size, Some(&etag), None),
+            None => {
+                let meta = crate::pools::block_on(b.head(uri))?;
+                identity(meta.size, meta.etag.as_deref(), meta.mtime)
+            }
+        };
         let gz = self.opts.gunzip.unwrap_or_else(|| gz_by_name(uri));
         let mapped = b.capabilities().mapped;
         let mut shard = Shard { uri: uri.to_string(), identity: id, count: 0, gz, mapped };
-        let index = match self.store.load(uri, self.opts.format, &shard.identity) {
-            Some(i) => i,
+        shard.count = match self.store.load_count(uri, self.opts.format, &shard.identity) {
+            Some(n) => n,
             None => {
                 let payload = self.payload(&shard, &b)?;
                 let index =
                     ShardIndex::build(uri, self.opts.format, shard.identity.clone(), &payload, self.opts.check_crc)?;
                 self.store.save(uri, &index)?;
-                index
+                index.len() as u64
             }
         };
-        shard.count = index.len() as u64;
         Ok(shard)
     }
 

@@ -202,6 +202,7 @@ class ShardSet:
         uris: list[str],
         *,
         index_dir: str,
+        known: list[tuple[int, str] | None] | None = None,
         gunzip: bool | None = None,
         check_crc: bool = True,
         window: int = 8192,

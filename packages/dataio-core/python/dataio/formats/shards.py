@@ -31,7 +31,7 @@ from typing import Any
 from .. import _native
 from .. import uri as _uri
 from ..errors import InvalidArgumentError
-from ..io import glob
+from ..io import glob, ls
 
 __all__ = ["expand_shards", "ShardRecords", "shard_set", "cache_root", "DEFAULT_SHUFFLE_WINDOW"]
 
@@ -64,19 +64,52 @@ def expand_shards(spec: str | os.PathLike[str] | Sequence[str | os.PathLike[str]
     """The shard URIs ``spec`` names, in order: brace ranges and lists
     expanded, globs matched (sorted) on their backend, lists concatenated.
     A glob that matches nothing is an error naming it."""
+    return [u for u, _ in _expand(spec)]
+
+
+def _expand(spec: Any) -> list[tuple[str, Any]]:
+    """(uri, listing metadata or None) per shard."""
     items = [spec] if isinstance(spec, (str, os.PathLike)) else list(spec)
-    out: list[str] = []
+    out: list[tuple[str, Any]] = []
     for item in items:
         for one in _braces(os.fspath(item)):
             if any(c in one for c in "*?["):
-                found = glob(one)
+                found = glob(one, detail=True)
                 if not found:
                     raise FileNotFoundError(f"no shard matches {one!r}")
-                out.extend(found)
+                out.extend((m.uri, m) for m in found)
             else:
-                out.append(one)
+                out.append((one, None))
     if not out:
         raise InvalidArgumentError("a shard source needs at least one shard")
+    return out
+
+
+#: Remote shards named one by one in a folder holding at least this many are
+#: looked up with one listing of the folder instead of a request each.
+_LIST_FROM = 8
+
+
+def _known(shards: list[tuple[str, Any]]) -> list[tuple[int, str] | None]:
+    """(size, etag) of remote shards from listings, so opening a set of many
+    shards costs a few listings, not a request per shard. Local shards and
+    objects without an etag are asked one by one (a stat, or a head)."""
+    metas = {u: m for u, m in shards if m is not None}
+    folders: dict[str, list[str]] = {}
+    for u, m in shards:
+        if m is None and _uri.local_path(u) is None and "/" in u:
+            folders.setdefault(u.rsplit("/", 1)[0] + "/", []).append(u)
+    for folder, members in folders.items():
+        if len(members) >= _LIST_FROM:
+            try:
+                metas.update((m.uri, m) for m in ls(folder, detail=True))
+            except (OSError, InvalidArgumentError):
+                pass  # asked one by one below
+    out: list[tuple[int, str] | None] = []
+    for u, _ in shards:
+        m = metas.get(u)
+        local = _uri.local_path(u) is not None
+        out.append((int(m.size), str(m.etag)) if m is not None and m.etag and not local and not m.is_dir else None)
     return out
 
 
@@ -109,7 +142,8 @@ def shard_set(
 ) -> ShardRecords:
     if not isinstance(shuffle_window, int) or isinstance(shuffle_window, bool) or shuffle_window < 1:
         raise InvalidArgumentError(f"shuffle_window must be a positive number of samples, got {shuffle_window!r}")
-    shards = expand_shards(uris)
+    named = _expand(uris)
+    shards = [u for u, _ in named]
     root = cache_root()
     index = Path(index_dir) if index_dir is not None else root / "index"
     remote = any(_uri.local_path(u) is None for u in shards)
@@ -118,6 +152,7 @@ def shard_set(
         fmt,
         shards,
         index_dir=str(index),
+        known=_known(named),
         gunzip=gunzip,
         check_crc=check_crc,
         window=shuffle_window,
