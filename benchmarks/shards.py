@@ -41,9 +41,15 @@ under a temp folder; webdataset reads ``ENDPOINT/bench/train-NNNN.tar`` over
 HTTP (its ``curl`` pipe); Streaming gets ``remote="s3://bench/mds"`` with
 ``S3_ENDPOINT_URL=ENDPOINT`` (boto3) and a temp ``local``; LitData gets
 ``input_dir="s3://bench/litdata"`` with ``storage_options={"endpoint_url":
-ENDPOINT, <dummy keys>}`` and a temp ``cache_dir``. nginx's access log
+ENDPOINT, <dummy keys>}`` and a temp ``cache_dir`` (LitData 0.2.76 fetches
+chunks with obstore, whose client options it fixes without ``allow_http``
+and with no switch, so every GET of an ``http://`` endpoint fails; the script
+adds ``allow_http`` to that dict, ``litdata.streaming.downloader.
+_OBSTORE_CLIENT_OPTIONS``, and marks the row). nginx's access log
 (``$body_bytes_sent`` of every request) gives the bytes each epoch fetched
-from the store.
+from the store; requests it could not answer are listed at the end (nginx
+cannot list a bucket: dataio's one listing of a folder of 8 or more shards
+gets a 403, and dataio then asks for each shard with a HEAD).
 
 **Epochs.** Every candidate runs ``--epochs`` epochs (default 2) with one
 loader, as a training loop does; each is measured on its own. Epoch 1 is
@@ -142,14 +148,18 @@ also sees dataio's (``docs/benchmark.md``, "Datasets in shards").
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.metadata
 import io
 import json
+import math
 import os
 import platform
 import shutil
 import statistics
 import sys
+import tarfile
+import tempfile
 import time
 import warnings
 from collections.abc import Callable, Iterator
@@ -164,8 +174,21 @@ STD = np.array([0.229, 0.224, 0.225], dtype=np.float32)
 SIDE = (200, 500)  # each side of a stored image, px
 SHORT, CROP = 160, 128
 DATA_VERSION = 1
-CANDIDATES = ("storage", "dataio", "dataio-wide", "dataio-full-decode", "webdataset")
+PEER_FORMAT_VERSION = 1
+CANDIDATES = ("storage", "dataio", "dataio-wide", "dataio-full-decode", "webdataset", "streaming", "litdata")
 SOURCES = ("astronaut", "coffee", "chelsea", "rocket")
+# The remote store: nginx serving the dataset folder as this bucket; the keys
+# are dummies (nginx checks no signature), the clients sign with them anyway.
+BUCKET = "bench"
+ACCESS_KEY = "AKIADATAIOBENCH00001"
+SECRET_KEY = "dataio-bench-secret-not-a-real-one-000000"
+REGION = "us-east-1"
+
+Batches = Iterator[tuple[list[str], Any, list[int]]]
+
+
+class PeerUnavailable(RuntimeError):
+    """A peer that cannot run here as asked (the row says why)."""
 
 
 # -- the data -----------------------------------------------------------------
@@ -266,18 +289,234 @@ def make_dataset(root: Path, n: int, shards: int, seed: int = 0) -> dict[str, An
     return info
 
 
-def warm_page_cache(urls: list[str]) -> int:
+def tar_samples(path: str) -> Iterator[dict[str, Any]]:
+    """A tar shard's samples in order, as ``{"key": str, "jpg": bytes, "cls":
+    int}`` (members grouped by WebDataset's rule: the path up to the first dot
+    of the file name)."""
+    cur: dict[str, Any] | None = None
+    with tarfile.open(path) as tf:
+        for m in tf:
+            if not m.isfile():
+                continue
+            d, _, base = m.name.rpartition("/")
+            key = (d + "/" if d else "") + base.split(".", 1)[0]
+            ext = base.split(".", 1)[1] if "." in base else ""
+            if cur is None or cur["key"] != key:
+                if cur is not None:
+                    yield cur
+                cur = {"key": key}
+            f = tf.extractfile(m)
+            data = f.read() if f is not None else b""
+            if ext == "jpg":
+                cur["jpg"] = data
+            elif ext == "cls":
+                cur["cls"] = int(data.decode())
+    if cur is not None:
+        yield cur
+
+
+def _peer_marker(info: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    return {"version": PEER_FORMAT_VERSION, "samples": info["samples"], "counts": info["counts"], **extra}
+
+
+def make_mds(info: dict[str, Any]) -> dict[str, Any]:
+    """The tar set as MDS shards under ``DATA/mds`` (cached): one MDS shard per
+    tar shard, same samples, same order."""
+    import streaming
+
+    folder = Path(info["urls"][0]).parent / "mds"
+    marker = folder / "made.json"
+    want = _peer_marker(info, {"streaming": importlib.metadata.version("mosaicml-streaming")})
+    if marker.exists() and (folder / "index.json").exists():
+        have = json.loads(marker.read_text())
+        if all(have.get(k) == v for k, v in want.items()):
+            return {**have, "built_s": 0.0}
+    t = time.perf_counter()
+    shutil.rmtree(folder, ignore_errors=True)
+    limit = 2 * max(os.path.getsize(u) for u in info["urls"]) + (1 << 20)
+    with streaming.MDSWriter(out=str(folder), columns={"key": "str", "jpg": "bytes", "cls": "int"},
+                             size_limit=limit) as w:
+        for u in info["urls"]:
+            for s in tar_samples(u):
+                w.write(s)
+            if w.new_samples:  # start the next MDS shard at the tar shard's boundary
+                w.flush_shard()
+                w._reset_cache()
+    index = json.loads((folder / "index.json").read_text())
+    counts = [s["samples"] for s in index["shards"]]
+    if sum(counts) != info["samples"]:
+        raise RuntimeError(f"MDS has {sum(counts)} samples, the tar set {info['samples']}")
+    out = {**want, "mds_counts": counts, "bytes": sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())}
+    marker.write_text(json.dumps(out))
+    return {**out, "built_s": time.perf_counter() - t}
+
+
+def _litdata_shard(urls: list[str], i: int) -> Iterator[dict[str, Any]]:
+    yield from tar_samples(urls[i])
+
+
+def make_litdata(info: dict[str, Any]) -> dict[str, Any]:
+    """The tar set as LitData chunks under ``DATA/litdata`` (cached): one
+    worker, inputs in order, ``chunk_size`` = ceil(samples / shards)."""
+    import litdata
+
+    folder = Path(info["urls"][0]).parent / "litdata"
+    marker = folder.parent / "litdata-made.json"  # litdata wants its output folder to itself
+    n, shards = info["samples"], info["shards"]
+    chunk = math.ceil(n / shards)
+    want = _peer_marker(info, {"litdata": importlib.metadata.version("litdata"), "chunk_size": chunk})
+    if marker.exists() and (folder / "index.json").exists():
+        have = json.loads(marker.read_text())
+        if all(have.get(k) == v for k, v in want.items()):
+            return {**have, "built_s": 0.0}
+    t = time.perf_counter()
+    shutil.rmtree(folder, ignore_errors=True)
+    marker.unlink(missing_ok=True)
+    import contextlib
+
+    scratch = Path(tempfile.mkdtemp(prefix="dataio-shards-litdata-"))  # optimize's own cache folders
+    saved = {k: os.environ.get(k) for k in ("DATA_OPTIMIZER_CACHE_FOLDER", "DATA_OPTIMIZER_DATA_CACHE_FOLDER")}
+    os.environ["DATA_OPTIMIZER_CACHE_FOLDER"] = str(scratch / "chunks")
+    os.environ["DATA_OPTIMIZER_DATA_CACHE_FOLDER"] = str(scratch / "data")
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):  # its progress lines
+            litdata.optimize(fn=functools.partial(_litdata_shard, list(info["urls"])), inputs=list(range(shards)),
+                             output_dir=str(folder), chunk_size=chunk, num_workers=1, reorder_files=False,
+                             start_method="fork", verbose=False)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        shutil.rmtree(scratch, ignore_errors=True)
+    index = json.loads((folder / "index.json").read_text())
+    counts = [c["chunk_size"] for c in index["chunks"]]
+    if sum(counts) != n:
+        raise RuntimeError(f"LitData wrote {sum(counts)} samples, the tar set has {n}")
+    out = {**want, "litdata_counts": counts, "bytes": sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())}
+    marker.write_text(json.dumps(out))
+    return {**out, "built_s": time.perf_counter() - t}
+
+
+def warm_page_cache(paths: list[Path]) -> int:
     total = 0
-    for u in urls:
-        with open(u, "rb") as f:
-            while chunk := f.read(1 << 22):
-                total += len(chunk)
+    for p in paths:
+        files = [p] if p.is_file() else sorted(q for q in p.rglob("*") if q.is_file())
+        for fp in files:
+            with open(fp, "rb") as f:
+                while chunk := f.read(1 << 22):
+                    total += len(chunk)
     return total
 
 
+# -- where the shards live ------------------------------------------------------
+
+
+class Store:
+    """Local files, or (``Remote``) the same folder behind nginx. Says what each
+    candidate reads and, remotely, what each epoch fetched."""
+
+    remote = False
+    endpoint: str | None = None
+
+    def __init__(self, folder: Path, info: dict[str, Any]) -> None:
+        self.folder = folder
+        self.info = info
+
+    def dataio_pattern(self) -> str:
+        return self.info["pattern"]
+
+    def wds_urls(self) -> list[str]:
+        return list(self.info["urls"])
+
+    def mark(self) -> int:
+        return 0
+
+    def since(self, mark: int) -> tuple[dict[str, int] | None, int | None]:
+        """(requests by method, body bytes) the store served since ``mark``; None locally."""
+        return None, None
+
+    def close(self) -> None:
+        pass
+
+
+class Remote(Store):
+    remote = True
+
+    def __init__(self, folder: Path, info: dict[str, Any], workers: int) -> None:
+        super().__init__(folder, info)
+        from dataio.bench.nginx import Nginx
+
+        self.root = Path(tempfile.mkdtemp(prefix="dataio-shards-store-"))
+        (self.root / BUCKET).symlink_to(folder.resolve(), target_is_directory=True)
+        try:
+            self.server = Nginx(self.root, workers, access_log=True)
+        except Exception:
+            shutil.rmtree(self.root, ignore_errors=True)
+            raise
+        self.endpoint = self.server.endpoint
+        assert self.server.access_path is not None
+        self.log = self.server.access_path
+        self.unusual: dict[str, int] = {}  # requests the store did not answer with 2xx/304, counted
+
+    def dataio_pattern(self) -> str:
+        return f"s3://{BUCKET}/train-{{0000..{self.info['shards'] - 1:04d}}}.tar"
+
+    def wds_urls(self) -> list[str]:
+        return [f"{self.endpoint}/{BUCKET}/{Path(u).name}" for u in self.info["urls"]]
+
+    def _size(self) -> int:
+        time.sleep(0.3)  # nginx flushes its log buffer every 100 ms
+        return self.log.stat().st_size if self.log.exists() else 0
+
+    def mark(self) -> int:
+        return self._size()
+
+    def since(self, mark: int) -> tuple[dict[str, int] | None, int | None]:
+        end = self._size()
+        reqs: dict[str, int] = {}
+        nbytes = 0
+        with open(self.log, "rb") as f:
+            f.seek(mark)
+            for line in f.read(end - mark).decode(errors="replace").splitlines():
+                parts = line.split('"')  # combined: ... "GET /b/k HTTP/1.1" 200 12345 "-" "agent"
+                if len(parts) > 2:
+                    fields = parts[2].split()
+                    status = fields[0] if fields else "?"
+                    method = parts[1].split(" ", 1)[0] + ("" if status in ("200", "206", "304") else f" {status}")
+                    if status not in ("200", "206", "304"):
+                        what = f"{parts[1]} -> {status} ({parts[5] if len(parts) > 5 else '?'})"
+                        self.unusual[what] = self.unusual.get(what, 0) + 1
+                    reqs[method] = reqs.get(method, 0) + 1
+                    if len(fields) >= 2 and fields[1].isdigit():
+                        nbytes += int(fields[1])
+        return reqs, nbytes
+
+    def close(self) -> None:
+        self.server.stop()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
 # -- the candidates -------------------------------------------------------------
-# Each is a generator of (keys, images [B,3,128,128] float32 tensor, labels as ints).
-# Nothing is built before the first next(): the first batch's time covers it all.
+# Each is a generator of epochs: every next() gives the batch iterator of the
+# next epoch, each batch (keys, images [B,3,128,128] float32 tensor, labels as
+# ints). Nothing is built before the first next(): epoch 1's time covers it all.
+
+
+@dataclass
+class Config:
+    urls: list[str]
+    pattern: str
+    counts: list[int]
+    work: Path  # a temp folder for caches and indexes, emptied before each cold epoch
+    batch: int
+    window: int
+    wide_window: int
+    buffer: int
+    workers: int
+    store: Store
+    dataset_bytes: int
 
 
 def _dataio_labels(cls: Any) -> list[int]:
@@ -286,10 +525,19 @@ def _dataio_labels(cls: Any) -> list[int]:
     return [int(bytes(np.asarray(r, dtype=np.uint8).reshape(-1)).decode()) for r in rows]
 
 
-def dataio_batches(cfg: Config, window: int, seed: int | None, dct_scaling: bool = True) -> Iterator[tuple[list[str], Any, list[int]]]:
+def _dataio_epoch(loader: Any) -> Batches:
+    for batch in loader:
+        yield list(batch.keys), batch["jpg"], _dataio_labels(batch["cls"])
+
+
+def dataio_epochs(cfg: Config, tag: str, window: int, seed: int | None, dct_scaling: bool = True) -> Iterator[Batches]:
     import dataio
 
-    recs = dataio.tar_records(cfg.pattern, shuffle_window=window, index_dir=str(cfg.index_dir))
+    base = cfg.work / tag
+    kw: dict[str, Any] = {"index_dir": str(base / "index")}
+    if cfg.store.remote:
+        kw["cache_dir"] = str(base / "cache")
+    recs = dataio.tar_records(cfg.store.dataio_pattern(), shuffle_window=window, **kw)
     pipe = dataio.pipeline(
         dataio.slot("jpg").decode_image(mode="rgb", dct_scaling=dct_scaling)
         .resize_short(SHORT).center_crop(h=CROP, w=CROP).normalize("imagenet"),
@@ -298,8 +546,17 @@ def dataio_batches(cfg: Config, window: int, seed: int | None, dct_scaling: bool
     )
     opts: dict[str, Any] = {} if seed is None else {"seed": seed}
     with pipe.bind(recs).run("torch", **opts) as loader:
-        for batch in loader:
-            yield list(batch.keys), batch["jpg"], _dataio_labels(batch["cls"])
+        while True:
+            yield _dataio_epoch(loader)
+
+
+def pil_rgb(data: bytes) -> Any:
+    """webdataset's ``"pil"`` decoder: open, load, convert to RGB."""
+    from PIL import Image
+
+    img = Image.open(io.BytesIO(data))
+    img.load()
+    return img.convert("RGB")
 
 
 def pil_transform(img: Any) -> np.ndarray:
@@ -320,36 +577,91 @@ def pil_transform(img: Any) -> np.ndarray:
     return np.ascontiguousarray(x.transpose(2, 0, 1))
 
 
-def webdataset_batches(cfg: Config, seed: int) -> Iterator[tuple[list[str], Any, list[int]]]:
+def sample_transform(sample: dict[str, Any]) -> tuple[str, np.ndarray, int]:
+    """An MDS / LitData sample to what the webdataset row's pipeline yields."""
+    return sample["key"], pil_transform(pil_rgb(sample["jpg"])), int(sample["cls"])
+
+
+def _torch_epoch(loader: Any) -> Batches:
+    for keys, images, labels in loader:
+        yield list(keys), images, [int(v) for v in labels]
+
+
+def webdataset_epochs(cfg: Config, seed: int) -> Iterator[Batches]:
     import webdataset as wds
     from torch.utils.data import DataLoader
 
+    urls = cfg.store.wds_urls()
     ds = (
-        wds.WebDataset(cfg.urls, shardshuffle=len(cfg.urls), detshuffle=True, seed=seed)
+        wds.WebDataset(urls, shardshuffle=len(urls), detshuffle=True, seed=seed)
         .shuffle(cfg.buffer, seed=seed)
         .decode("pil")
         .to_tuple("__key__", "jpg", "cls")
         .map_tuple(None, pil_transform, None)
     )
     loader = DataLoader(ds, batch_size=cfg.batch, num_workers=cfg.workers)
-    for keys, images, labels in loader:
-        yield list(keys), images, labels.tolist()
+    while True:
+        yield _torch_epoch(loader)
+
+
+def streaming_epochs(cfg: Config, seed: int, rnd: int) -> Iterator[Batches]:
+    import streaming
+    from torch.utils.data import DataLoader
+
+    class MDSImages(streaming.StreamingDataset):  # the documented way: transform in __getitem__
+        def __getitem__(self, idx: int) -> Any:
+            return sample_transform(super().__getitem__(idx))
+
+    mds = Path(cfg.urls[0]).parent / "mds"
+    if cfg.store.remote:
+        where: dict[str, Any] = {"remote": f"s3://{BUCKET}/mds", "local": str(cfg.work / f"streaming-{rnd}"),
+                                 "cache_limit": 4 * cfg.dataset_bytes}
+    else:
+        where = {"remote": None, "local": str(mds)}
+    ds = MDSImages(**where, shuffle=True, shuffle_algo="py1e", shuffle_seed=seed,
+                   shuffle_block_size=cfg.window, batch_size=cfg.batch)
+    loader = DataLoader(ds, batch_size=cfg.batch, num_workers=cfg.workers)
+    prefix = getattr(ds, "_shm_prefix_int", None)
+    try:
+        while True:
+            yield _torch_epoch(loader)
+    finally:
+        del loader, ds
+        import gc
+
+        gc.collect()  # the dataset's shared memory goes with it; its lock files stay: remove them
+        if prefix is not None:
+            for lock in ("barrier_filelock", "cache_filelock"):
+                Path(tempfile.gettempdir(), f"{prefix:06d}_{lock}").unlink(missing_ok=True)
+
+
+def litdata_epochs(cfg: Config, seed: int, rnd: int) -> Iterator[Batches]:
+    import litdata
+
+    kw: dict[str, Any] = {"cache_dir": str(cfg.work / f"litdata-{rnd}")}
+    if cfg.store.remote:
+        # LitData downloads chunks with obstore, whose S3 client it builds with fixed client
+        # options that do not allow http:// (every GET fails with reqwest's BadScheme) and no
+        # public switch; allow it in that dict (inherited by the DataLoader's forked workers).
+        from litdata.streaming import downloader
+
+        opts = getattr(downloader, "_OBSTORE_CLIENT_OPTIONS", None)
+        if not isinstance(opts, dict):
+            raise PeerUnavailable(f"litdata {importlib.metadata.version('litdata')}: no way found to let its obstore "
+                                  "S3 client use the http:// endpoint")
+        opts["allow_http"] = "true"
+        kw["input_dir"] = f"s3://{BUCKET}/litdata"
+        kw["storage_options"] = {"endpoint_url": cfg.store.endpoint, "aws_access_key_id": ACCESS_KEY,
+                                 "aws_secret_access_key": SECRET_KEY, "region_name": REGION}
+    else:
+        kw["input_dir"] = str(Path(cfg.urls[0]).parent / "litdata")
+    ds = litdata.StreamingDataset(shuffle=True, seed=seed, transform=sample_transform, **kw)
+    loader = litdata.StreamingDataLoader(ds, batch_size=cfg.batch, num_workers=cfg.workers)
+    while True:
+        yield _torch_epoch(loader)
 
 
 # -- measuring ------------------------------------------------------------------
-
-
-@dataclass
-class Config:
-    urls: list[str]
-    pattern: str
-    counts: list[int]
-    index_dir: Path
-    batch: int
-    window: int
-    wide_window: int
-    buffer: int
-    workers: int
 
 
 @dataclass
@@ -362,15 +674,19 @@ class Epoch:
     shards_per_batch: list[int]
     means: dict[str, np.ndarray]  # key -> per-channel mean of the image
     labels: dict[str, int]
+    requests: dict[str, int] | None  # answered by the store during the epoch, by method (remote)
+    store_bytes: int | None  # bodies the store sent during the epoch (remote)
 
 
 @dataclass
 class Row:
     name: str
     what: str
-    run: Callable[[], Iterator[tuple[list[str], Any, list[int]]]]
-    epochs: list[Epoch] = field(default_factory=list)
+    run: Callable[[int], Iterator[Batches]]  # round -> epochs
+    cold: Callable[[int], None]  # round -> empties this row's caches (not timed)
+    rounds: list[list[Epoch]] = field(default_factory=list)  # [round][epoch]
     error: str | None = None
+    unavailable: str | None = None
 
 
 def cpu_seconds() -> float:
@@ -383,30 +699,39 @@ def parse_key(key: str) -> tuple[int, int]:
     return int(shard), int(g)
 
 
-def one_epoch(make: Callable[[], Iterator[tuple[list[str], Any, list[int]]]], batch: int) -> Epoch:
-    order: list[int] = []
-    shards_per_batch: list[int] = []
-    means: dict[str, np.ndarray] = {}
-    labels: dict[str, int] = {}
-    first = None
-    c0 = cpu_seconds()
-    t0 = time.perf_counter()
-    it = make()
-    for keys, images, labs in it:
-        if first is None:
-            first = time.perf_counter() - t0
-        parsed = [parse_key(k) for k in keys]
-        order.extend(g for _, g in parsed)
-        if len(keys) == batch:
-            shards_per_batch.append(len({s for s, _ in parsed}))
-        m = images.mean(dim=(2, 3)).numpy()
-        for k, mk, lab in zip(keys, m, labs):
-            means[k] = mk
-            labels[k] = int(lab)
-    dt = time.perf_counter() - t0
-    del it  # the DataLoader's workers are gone (and reaped) by now
-    return Epoch(len(order), dt, first if first is not None else dt, cpu_seconds() - c0,
-                 np.asarray(order, dtype=np.int64), shards_per_batch, means, labels)
+def run_epochs(epochs_of: Iterator[Batches], batch: int, epochs: int, store: Store) -> list[Epoch]:
+    out: list[Epoch] = []
+    try:
+        for _ in range(epochs):
+            order: list[int] = []
+            shards_per_batch: list[int] = []
+            means: dict[str, np.ndarray] = {}
+            labels: dict[str, int] = {}
+            first = None
+            mark = store.mark()
+            c0 = cpu_seconds()
+            t0 = time.perf_counter()
+            it = next(epochs_of)
+            for keys, images, labs in it:
+                if first is None:
+                    first = time.perf_counter() - t0
+                parsed = [parse_key(k) for k in keys]
+                order.extend(g for _, g in parsed)
+                if len(keys) == batch:
+                    shards_per_batch.append(len({s for s, _ in parsed}))
+                m = images.mean(dim=(2, 3)).numpy()
+                for k, mk, lab in zip(keys, m, labs):
+                    means[k] = mk
+                    labels[k] = int(lab)
+            dt = time.perf_counter() - t0
+            del it  # the DataLoader's workers are gone (and reaped) by now
+            cpu = cpu_seconds() - c0
+            reqs, nbytes = store.since(mark)
+            out.append(Epoch(len(order), dt, first if first is not None else dt, cpu,
+                             np.asarray(order, dtype=np.int64), shards_per_batch, means, labels, reqs, nbytes))
+    finally:
+        epochs_of.close()
+    return out
 
 
 def spearman(a: np.ndarray, b: np.ndarray) -> float:
@@ -456,7 +781,7 @@ def shard_order_rho(counts: list[int], trials: int = 200, seed: int = 0) -> floa
     return float(np.mean(out))
 
 
-def quality(ep: Epoch, n: int, ref: Epoch | None) -> dict[str, Any]:
+def quality(ep: Epoch, n: int, ref: Epoch | None, first: Epoch | None) -> dict[str, Any]:
     counts = np.bincount(ep.order, minlength=n) if len(ep.order) else np.zeros(n, dtype=np.int64)
     missing, dups = int((counts == 0).sum()), int((counts > 1).sum())
     out: dict[str, Any] = {
@@ -464,19 +789,22 @@ def quality(ep: Epoch, n: int, ref: Epoch | None) -> dict[str, Any]:
         "exactly_once": bool(missing == 0 and dups == 0 and len(ep.order) == n),
         "shards_per_batch": float(np.mean(ep.shards_per_batch)) if ep.shards_per_batch else float("nan"),
         "spearman_rho": spearman(np.arange(len(ep.order)), ep.order) if len(ep.order) > 1 else float("nan"),
-        "max_abs_mean_diff": None, "label_mismatches": None,
+        "max_abs_mean_diff": None, "label_mismatches": None, "new_order": None,
     }
     if ref is not None:
         common = [k for k in ep.means if k in ref.means]
         if common:
             out["max_abs_mean_diff"] = float(max(np.abs(ep.means[k] - ref.means[k]).max() for k in common))
             out["label_mismatches"] = sum(ep.labels[k] != ref.labels[k] for k in common)
+    if first is not None:
+        out["new_order"] = bool(len(ep.order) != len(first.order) or (ep.order != first.order).any())
     return out
 
 
 def versions() -> dict[str, str | None]:
     out: dict[str, str | None] = {}
-    for mod in ("dataio", "webdataset", "torch", "pillow", "numpy", "scikit-image"):
+    for mod in ("dataio", "dataio-s3", "webdataset", "mosaicml-streaming", "litdata", "torch", "pillow", "numpy",
+                "scikit-image", "boto3"):
         try:
             out[mod] = importlib.metadata.version(mod)
         except importlib.metadata.PackageNotFoundError:
@@ -484,17 +812,41 @@ def versions() -> dict[str, str | None]:
     return out
 
 
+def peer_missing(module: str, dist: str) -> str | None:
+    """Why ``module`` cannot be used here, or None."""
+    try:
+        __import__(module)
+    except Exception as e:  # not installed, or broken against this torch/numpy
+        return f"{dist} is not importable here ({type(e).__name__}: {e}); see docs/benchmark.md for its venv"
+    return None
+
+
+def _fmt_mb(b: float | None) -> str:
+    return "–" if b is None else f"{b / 1e6:.1f}"
+
+
+def _fmt_reqs(reqs: dict[str, int] | None) -> str:
+    if not reqs:
+        return "0 requests"
+    return ", ".join(f"{v} {k}" for k, v in sorted(reqs.items()))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--samples", type=int, default=4000, help="images in the dataset (default 4000)")
     ap.add_argument("--shards", type=int, default=40, help="tar shards they are written into (default 40)")
-    ap.add_argument("--window", type=int, default=1000, help="dataio's shuffle_window (default 1000)")
+    ap.add_argument("--window", type=int, default=1000,
+                    help="dataio's shuffle_window and Streaming's shuffle_block_size (default 1000)")
     ap.add_argument("--wide-window", type=int, default=8192, help="the dataio-wide row's window (default 8192)")
     ap.add_argument("--buffer", type=int, default=1000, help="webdataset's .shuffle() buffer (default 1000)")
-    ap.add_argument("--workers", type=int, default=2, help="DataLoader workers for webdataset (default 2)")
+    ap.add_argument("--workers", type=int, default=2,
+                    help="DataLoader workers for webdataset, Streaming and LitData (default 2)")
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--epochs", type=int, default=2, help="epochs per candidate and round, the first cold (default 2)")
     ap.add_argument("--repeat", type=int, default=1, help="rounds; the candidates take turns in each")
+    ap.add_argument("--remote", choices=("nginx",), help="serve the shards from a local nginx (S3 / HTTP)")
+    ap.add_argument("--nginx-workers", type=int, default=1, help="nginx worker processes with --remote (default 1)")
     ap.add_argument("--only", help=f"comma-separated candidates to run, of {','.join(CANDIDATES)}; default all")
     ap.add_argument("--data", default="/tmp/dataio-shards-bench", help="where the shards are cached")
     ap.add_argument("--quick", action="store_true", help="tiny sizes (512 samples, 8 shards, windows 256): a smoke test")
@@ -504,12 +856,15 @@ def main(argv: list[str] | None = None) -> int:
         args.samples, args.shards, args.window, args.buffer, args.wide_window = 512, 8, 256, 256, 1024
     if args.samples < 1 or not 1 <= args.shards <= args.samples:
         ap.error("need 1 <= --shards <= --samples")
+    if args.epochs < 1 or args.repeat < 1:
+        ap.error("need --epochs >= 1 and --repeat >= 1")
     only = [w.strip() for w in args.only.split(",") if w.strip()] if args.only else list(CANDIDATES)
     unknown = [w for w in only if w not in CANDIDATES]
     if unknown:
         ap.error(f"unknown candidates {unknown}; known: {', '.join(CANDIDATES)}")
 
-    warnings.filterwarnings("ignore", module="webdataset")
+    for mod in ("webdataset", "streaming", "litdata"):
+        warnings.filterwarnings("ignore", module=mod)
     import torch  # imported before any timing
 
     import dataio
@@ -524,106 +879,219 @@ def main(argv: list[str] | None = None) -> int:
     root = Path(args.data)
     info = make_dataset(root, args.samples, args.shards, args.seed)
     n = info["samples"]
-    warm = warm_page_cache(info["urls"])
+    folder = Path(info["urls"][0]).parent
+
+    # The peers' formats, written from the tar set (not timed); a peer that is
+    # missing or fails to write gets its row marked here.
+    missing = {"streaming": peer_missing("streaming", "mosaicml-streaming"), "litdata": peer_missing("litdata", "litdata")}
+    peer_info: dict[str, Any] = {}
+    build_errors: dict[str, str] = {}
+    for name, make, sub in (("streaming", make_mds, "mds"), ("litdata", make_litdata, "litdata")):
+        if name in only and not missing[name]:
+            try:
+                peer_info[name] = make(info)
+            except Exception as e:
+                build_errors[name] = f"writing its {sub} format failed: {type(e).__name__}: {e}"
+    if "streaming" in peer_info:
+        from streaming.base.util import clean_stale_shared_memory
+
+        clean_stale_shared_memory()  # a killed earlier run leaves its shared memory behind
+
+    warm_paths = [Path(u) for u in info["urls"]] + [folder / "mds" for _ in ["streaming"] if "streaming" in peer_info]
+    warm_paths += [folder / "litdata" for _ in ["litdata"] if "litdata" in peer_info]
+    warm = warm_page_cache(warm_paths)
     print(f"data: {n} JPEGs ({info['content']}, {info['jpeg_bytes'] / n / 1000:.1f} KB each on average) in "
-          f"{info['shards']} shards, {warm / 1e6:.1f} MB, under {Path(info['urls'][0]).parent} "
-          f"({'built in %.1f s' % info['built_s'] if info['built_s'] else 'cached'}; page cache warmed)", flush=True)
+          f"{info['shards']} tar shards, {sum(os.path.getsize(u) for u in info['urls']) / 1e6:.1f} MB, under {folder} "
+          f"({'built in %.1f s' % info['built_s'] if info['built_s'] else 'cached'})", flush=True)
+    for name, pi in peer_info.items():
+        counts = pi.get("mds_counts") or pi.get("litdata_counts")
+        same = "the tar set's counts" if counts == info["counts"] else f"{min(counts)}–{max(counts)} samples each"
+        made = f"written in {pi['built_s']:.1f} s" if pi["built_s"] else "cached"
+        print(f"  {name}: {len(counts)} {'MDS shards' if name == 'streaming' else 'LitData chunks'} ({same}), "
+              f"{pi['bytes'] / 1e6:.1f} MB ({made})")
+    print(f"  page cache warmed: {warm / 1e6:.1f} MB read", flush=True)
 
-    index_dir = Path(info["urls"][0]).parent / "index"
-    shutil.rmtree(index_dir, ignore_errors=True)
-    t = time.perf_counter()
-    recs = dataio.tar_records(info["pattern"], shuffle_window=args.window, index_dir=str(index_dir))
-    index_s = time.perf_counter() - t
-    if len(recs) != n:
-        sys.exit(f"dataio.tar_records found {len(recs)} samples, the dataset has {n}")
-    del recs
-    print(f"dataio index build (one-time, then cached): {index_s:.3f} s", flush=True)
+    store: Store
+    if args.remote:
+        from dataio.bench.nginx import NginxUnavailable
 
-    cfg = Config(info["urls"], info["pattern"], info["counts"], index_dir, args.batch, args.window,
-                 args.wide_window, args.buffer, args.workers)
+        try:
+            store = Remote(folder, info, args.nginx_workers)
+        except NginxUnavailable as e:
+            sys.exit(f"--remote nginx: {e}")
+        try:
+            import dataio_s3  # noqa: F401  (the s3:// backend)
+        except ImportError:
+            store.close()
+            sys.exit("--remote nginx needs the dataio-s3 plugin (packages/dataio-s3) for dataio's s3:// reads")
+        dataio.configure_endpoint("s3", store.endpoint)
+        dataio.configure_credentials("s3", access_key_id=ACCESS_KEY, secret_access_key=SECRET_KEY, region=REGION)
+        # Streaming's S3 downloader is boto3 with this endpoint (its "Configure Cloud Storage
+        # Credentials"); boto3 takes the dummy keys from the environment. Set before any worker forks.
+        os.environ.update({"S3_ENDPOINT_URL": store.endpoint, "AWS_ACCESS_KEY_ID": ACCESS_KEY,
+                           "AWS_SECRET_ACCESS_KEY": SECRET_KEY, "AWS_DEFAULT_REGION": REGION})
+        print(f"store: nginx ({args.nginx_workers} worker{'s' if args.nginx_workers != 1 else ''}) on "
+              f"{store.endpoint}, bucket {BUCKET!r} = {folder}; dataio s3://, webdataset http://, "
+              f"Streaming s3:// (boto3), LitData s3:// (boto3/obstore)", flush=True)
+    else:
+        store = Store(folder, info)
+        print("store: local files, read in place", flush=True)
+
+    work = Path(tempfile.mkdtemp(prefix="dataio-shards-run-"))
+    dataset_bytes = sum(os.path.getsize(u) for u in info["urls"])
+    cfg = Config(info["urls"], info["pattern"], info["counts"], work, args.batch, args.window,
+                 args.wide_window, args.buffer, args.workers, store, dataset_bytes)
     seed = args.seed
+
+    def clear(*names: str) -> Callable[[int], None]:
+        def go(rnd: int) -> None:
+            for nm in names:
+                shutil.rmtree(work / nm.format(rnd=rnd), ignore_errors=True)
+        return go
+
+    where = "remote" if args.remote else "local"
     rows = {
         "storage": Row("storage", "dataio, no seed: storage order (quality reference)",
-                       lambda: dataio_batches(cfg, cfg.window, None)),
+                       lambda r: dataio_epochs(cfg, "storage", cfg.window, None), clear("storage")),
         "dataio": Row("dataio", f"dataio, shuffle_window={cfg.window}, seed={seed}",
-                      lambda: dataio_batches(cfg, cfg.window, seed)),
+                      lambda r: dataio_epochs(cfg, "dataio", cfg.window, seed), clear("dataio")),
         "dataio-wide": Row("dataio-wide", f"dataio, shuffle_window={cfg.wide_window}, seed={seed}",
-                           lambda: dataio_batches(cfg, cfg.wide_window, seed)),
+                           lambda r: dataio_epochs(cfg, "dataio-wide", cfg.wide_window, seed), clear("dataio-wide")),
         "dataio-full-decode": Row("dataio-full-decode", f"dataio, window {cfg.window}, dct_scaling=False",
-                                  lambda: dataio_batches(cfg, cfg.window, seed, dct_scaling=False)),
+                                  lambda r: dataio_epochs(cfg, "dataio-full-decode", cfg.window, seed, dct_scaling=False),
+                                  clear("dataio-full-decode")),
         "webdataset": Row("webdataset", f"wds, shuffle({cfg.buffer}), DataLoader workers={cfg.workers}",
-                          lambda: webdataset_batches(cfg, seed)),
+                          lambda r: webdataset_epochs(cfg, seed), clear()),
+        "streaming": Row("streaming", f"Streaming py1e, block {cfg.window}, DataLoader workers={cfg.workers}",
+                         lambda r: streaming_epochs(cfg, seed, r), clear("streaming-{rnd}")),
+        "litdata": Row("litdata", f"LitData shuffle, StreamingDataLoader workers={cfg.workers}"
+                       + (" (obstore allow_http)" if args.remote else ""),
+                       lambda r: litdata_epochs(cfg, seed, r), clear("litdata-{rnd}")),
     }
+    for name in ("streaming", "litdata"):
+        if missing[name]:
+            rows[name].unavailable = missing[name]
+        elif name in build_errors:
+            rows[name].error = build_errors[name]
     order = [rows[c] for c in CANDIDATES if c in only]
-    for r in range(args.repeat):
-        for row in order:
-            if row.error:
-                continue
-            try:
-                ep = one_epoch(row.run, args.batch)
-            except Exception as e:  # a row that fails says why; the others still run
-                row.error = f"{type(e).__name__}: {e}"
-                print(f"  {row.name}: FAILED — {row.error}", flush=True)
-                continue
-            row.epochs.append(ep)
-            print(f"  [round {r + 1}/{args.repeat}] {row.name:<19} {ep.samples} samples in {ep.seconds:6.2f} s "
-                  f"({ep.samples / ep.seconds:7.1f}/s), first batch {ep.first_batch:.3f} s, cpu {ep.cpu:.2f} s",
-                  flush=True)
+    try:
+        for r in range(args.repeat):
+            for row in order:
+                if row.error or row.unavailable:
+                    continue
+                row.cold(r)
+                try:
+                    eps = run_epochs(row.run(r), args.batch, args.epochs, store)
+                except PeerUnavailable as e:
+                    row.unavailable = str(e)
+                    print(f"  {row.name}: UNAVAILABLE — {row.unavailable}", flush=True)
+                    continue
+                except Exception as e:  # a row that fails says why; the others still run
+                    row.error = f"{type(e).__name__}: {e}"
+                    print(f"  {row.name}: FAILED — {row.error}", flush=True)
+                    continue
+                finally:
+                    row.cold(r)  # leave no cache behind (disk), and none for the next round
+                row.rounds.append(eps)
+                for e, ep in enumerate(eps):
+                    fetched = (f", store {_fmt_mb(ep.store_bytes)} MB in {_fmt_reqs(ep.requests)}"
+                               if store.remote else "")
+                    print(f"  [round {r + 1}/{args.repeat}] {row.name:<19} epoch {e + 1} ({'cold' if e == 0 else 'warm'}): "
+                          f"{ep.samples} samples in {ep.seconds:6.2f} s ({ep.samples / ep.seconds:7.1f}/s), "
+                          f"first batch {ep.first_batch:.3f} s, cpu {ep.cpu:.2f} s{fetched}", flush=True)
+    finally:
+        store.close()
+        shutil.rmtree(work, ignore_errors=True)
+    if isinstance(store, Remote) and store.unusual:
+        print("store: requests not answered 2xx/304: " + "; ".join(f"{v}× {k}" for k, v in store.unusual.items()))
 
-    ref_row = rows["storage"] if rows["storage"].epochs else next((r for r in order if r.epochs), None)
-    ref = ref_row.epochs[0] if ref_row else None
+    ref_row = rows["storage"] if rows["storage"].rounds else next((r for r in order if r.rounds), None)
+    ref = ref_row.rounds[0][0] if ref_row else None
     results: dict[str, Any] = {
         "host": {"cores": cpus, "load_at_start": load, "python": platform.python_version()},
-        "versions": vers, "args": vars(args),
-        "dataset": {k: v for k, v in info.items() if k != "urls"}, "index_build_s": index_s,
+        "versions": vers, "args": vars(args), "store": "nginx" if args.remote else "local",
+        "dataset": {k: v for k, v in info.items() if k != "urls"},
+        "peer_formats": peer_info,
         "uniform_shards_per_batch": uniform_shards_per_batch(info["counts"], args.batch),
         "random_shard_order_abs_rho": shard_order_rho(info["counts"]),
-        "candidates": {}, "ratios_to_webdataset": {},
+        "store_unanswered": store.unusual if isinstance(store, Remote) else None,
+        "candidates": {}, "ratios_to_webdataset": {}, "dataio_over_peers": {},
     }
-    wds_rate = None
-    if rows["webdataset"].epochs:
-        wds_rate = statistics.median(e.samples / e.seconds for e in rows["webdataset"].epochs)
     failed = False
-    print(f"\none epoch each: {n} samples in {info['shards']} shards, batch {args.batch}, "
-          f"{cpus} cores (dataio: its CPU pool; webdataset: {args.workers} DataLoader workers)"
-          + (f", median of {args.repeat} rounds" if args.repeat > 1 else ""))
-    print(f"  {'candidate':<19} {'samples/s':>9} {'× wds':>6} {'first batch s':>13} {'cpu s':>6} "
-          f"{'shards/batch':>12} {'|rho|':>6} {'once':>5} {'Δmean':>6}  what")
     for row in order:
-        if not row.epochs:
-            print(f"  {row.name:<19} FAILED: {row.error}")
+        if row.unavailable:
+            results["candidates"][row.name] = {"unavailable": row.unavailable}
+        elif not row.rounds:
             results["candidates"][row.name] = {"error": row.error}
             failed = True
-            continue
-        rate = statistics.median(e.samples / e.seconds for e in row.epochs)
-        first = statistics.median(e.first_batch for e in row.epochs)
-        cpu = statistics.median(e.cpu for e in row.epochs)
-        q = quality(row.epochs[0], n, ref if row is not ref_row else None)
-        ratio = rate / wds_rate if wds_rate else None
-        dm = q["max_abs_mean_diff"]
-        print(f"  {row.name:<19} {rate:9.1f} {(f'{ratio:.2f}' if ratio else '–'):>6} {first:13.3f} {cpu:6.2f} "
-              f"{q['shards_per_batch']:12.2f} {abs(q['spearman_rho']):6.3f} {('yes' if q['exactly_once'] else 'NO'):>5} "
-              f"{(f'{dm:.3f}' if dm is not None else '–'):>6}  {row.what}")
-        if not q["exactly_once"]:
-            failed = True
-            print(f"    {row.name}: {q['delivered']} delivered, {q['missing']} missing, {q['duplicated']} more than once")
-        if q["label_mismatches"]:
-            failed = True
-            print(f"    {row.name}: {q['label_mismatches']} labels differ from the reference's for the same key")
-        results["candidates"][row.name] = {
-            "what": row.what, "samples_per_s": rate, "first_batch_s": first, "cpu_s": cpu,
-            "seconds": [e.seconds for e in row.epochs], "first_batch_s_all": [e.first_batch for e in row.epochs],
-            **q, "abs_spearman_rho": abs(q["spearman_rho"]),
-        }
-        if ratio is not None and row.name != "webdataset":
-            results["ratios_to_webdataset"][row.name] = ratio
-    print(f"  for reference: a uniform shuffle of the whole dataset gets {results['uniform_shards_per_batch']:.2f} "
-          f"shards/batch and |rho| ~ 0; the shards in a random order, unmixed, |rho| "
-          f"{results['random_shard_order_abs_rho']:.3f} on average")
-    if "dataio" in results["ratios_to_webdataset"]:
-        print(f"  dataio / webdataset: {results['ratios_to_webdataset']['dataio']:.2f}x samples/s")
+        else:
+            results["candidates"][row.name] = {"what": row.what, "epochs": []}
+
+    def median_rate(row: Row, e: int) -> float | None:
+        vals = [eps[e].samples / eps[e].seconds for eps in row.rounds if len(eps) > e]
+        return statistics.median(vals) if vals else None
+
+    for e in range(args.epochs):
+        wds_rate = median_rate(rows["webdataset"], e) if rows["webdataset"].rounds else None
+        print(f"\nepoch {e + 1} ({'cold: caches empty, index built in it' if e == 0 else 'warm: the same loader again'}), "
+              f"{where}: {n} samples in {info['shards']} shards, batch {args.batch}, {cpus} cores "
+              f"(dataio: its CPU pool; the others: {args.workers} DataLoader workers)"
+              + (f", median of {args.repeat} rounds" if args.repeat > 1 else ""))
+        store_cols = f" {'store MB':>8} {'req':>5}" if store.remote else ""
+        print(f"  {'candidate':<19} {'samples/s':>9} {'× wds':>6} {'first batch s':>13} {'cpu s':>6}{store_cols} "
+              f"{'shards/batch':>12} {'|rho|':>6} {'once':>5} {'Δmean':>6}" + (f" {'new order':>9}" if e else "") + "  what")
+        ratios: dict[str, float] = {}
+        for row in order:
+            if row.unavailable:
+                print(f"  {row.name:<19} UNAVAILABLE: {row.unavailable}")
+                continue
+            if not row.rounds:
+                print(f"  {row.name:<19} FAILED: {row.error}")
+                continue
+            eps = [rd[e] for rd in row.rounds]
+            rate = statistics.median(x.samples / x.seconds for x in eps)
+            first = statistics.median(x.first_batch for x in eps)
+            cpu = statistics.median(x.cpu for x in eps)
+            sbytes = statistics.median(x.store_bytes for x in eps) if store.remote else None
+            sreqs = statistics.median(sum((x.requests or {}).values()) for x in eps) if store.remote else None
+            is_ref = row is ref_row and e == 0
+            q = quality(row.rounds[0][e], n, None if is_ref else ref, row.rounds[0][0] if e else None)
+            ratio = rate / wds_rate if wds_rate else None
+            ratios[row.name] = rate
+            dm = q["max_abs_mean_diff"]
+            scol = f" {_fmt_mb(sbytes):>8} {int(sreqs):>5}" if store.remote else ""
+            new = f" {('yes' if q['new_order'] else 'no'):>9}" if e else ""
+            print(f"  {row.name:<19} {rate:9.1f} {(f'{ratio:.2f}' if ratio else '–'):>6} {first:13.3f} {cpu:6.2f}{scol} "
+                  f"{q['shards_per_batch']:12.2f} {abs(q['spearman_rho']):6.3f} {('yes' if q['exactly_once'] else 'NO'):>5} "
+                  f"{(f'{dm:.3f}' if dm is not None else '–'):>6}{new}  {row.what}")
+            if not q["exactly_once"]:
+                failed = True
+                print(f"    {row.name}: {q['delivered']} delivered, {q['missing']} missing, {q['duplicated']} more than once")
+            if q["label_mismatches"]:
+                failed = True
+                print(f"    {row.name}: {q['label_mismatches']} labels differ from the reference's for the same key")
+            results["candidates"][row.name]["epochs"].append({
+                "epoch": e + 1, "samples_per_s": rate, "first_batch_s": first, "cpu_s": cpu,
+                "store_bytes": sbytes, "store_requests": sreqs,
+                "store_requests_by_method": [x.requests for x in eps] if store.remote else None,
+                "seconds": [x.seconds for x in eps], "first_batch_s_all": [x.first_batch for x in eps],
+                **q, "abs_spearman_rho": abs(q["spearman_rho"]), "ratio_to_webdataset": ratio,
+            })
+            if ratio is not None and row.name != "webdataset":
+                results["ratios_to_webdataset"].setdefault(row.name, []).append(ratio)
+        if e == 0:
+            print(f"  for reference: a uniform shuffle of the whole dataset gets {results['uniform_shards_per_batch']:.2f} "
+                  f"shards/batch and |rho| ~ 0; the shards in a random order, unmixed, |rho| "
+                  f"{results['random_shard_order_abs_rho']:.3f} on average")
+        if "dataio" in ratios:
+            parts = [f"{ratios['dataio'] / ratios[p]:.2f}x {p}" for p in ("webdataset", "streaming", "litdata") if p in ratios]
+            if parts:
+                print(f"  dataio samples/s in epoch {e + 1}: " + ", ".join(parts))
+            for p in ("webdataset", "streaming", "litdata"):
+                if p in ratios:
+                    results["dataio_over_peers"].setdefault(p, []).append(ratios["dataio"] / ratios[p])
     results["load_at_end"] = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-    print(f"load average at the end: {results['load_at_end']:.2f}")
+    print(f"\nload average at the end: {results['load_at_end']:.2f}")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
     return 1 if failed else 0

@@ -31,6 +31,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<loader::NativeLoader>()?;
     m.add_class::<loader::BatchPlanner>()?;
     m.add_class::<shards::PyShardSet>()?;
+    m.add_function(wrap_pyfunction!(shards::mix_plan, m)?)?;
     m.add_function(wrap_pyfunction!(loader::compile_plan, m)?)?;
     m.add_function(wrap_pyfunction!(loader::op_table, m)?)?;
     m.add_function(wrap_pyfunction!(dlpack::live_buffers, m)?)?;

@@ -115,3 +115,25 @@ impl PyShardSet {
         Ok(d)
     }
 }
+
+/// A mix's epoch length and, after `position` draws of mixed epoch
+/// `epoch`, each source's (draws this epoch, own epoch).
+#[pyfunction]
+#[pyo3(signature = (lens, layouts, weights, stop_kind, stop_n, seed, epoch, position))]
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+pub fn mix_plan(
+    py: Python<'_>,
+    lens: Vec<u64>,
+    layouts: Vec<Option<(Vec<u64>, u64)>>,
+    weights: Vec<f64>,
+    stop_kind: &str,
+    stop_n: u64,
+    seed: Option<u64>,
+    epoch: u64,
+    position: u64,
+) -> PyResult<(u64, Vec<(u64, u64)>)> {
+    let spec = crate::source::make_mix_spec(lens, layouts, weights, stop_kind, stop_n)?;
+    let order = dataio_engine::exec::MixOrder::new(spec, seed, epoch).map_py(py)?;
+    let len = order.len();
+    Ok((len, order.progress(position.min(len))))
+}

@@ -5,7 +5,7 @@
 use crate::errors::from_pyerr;
 use bytes::Bytes;
 use dataio_engine::exec::slot::ExternalOps;
-use dataio_engine::exec::{Layout, PlannedBatch, PlannedRow, PlannedSource, Record, RecordSource, Value};
+use dataio_engine::exec::{Layout, MixSpec, Part, PlannedBatch, Stop, PlannedRow, PlannedSource, Record, RecordSource, Value};
 use dataio_engine::tensor::{DType, Tensor};
 use dataio_engine::{Error, Result};
 use pyo3::prelude::*;
@@ -103,6 +103,43 @@ pub struct PySource {
     keep_raw: bool,
     /// A sharded source's layout (`_dataio_layout()`: counts per shard, window).
     layout: Option<Layout>,
+    /// A mixed source's spec (`_dataio_mix()`).
+    mix: Option<MixSpec>,
+}
+
+/// The spec `dataio.mix` describes itself with (`MixedRecords._dataio_mix`):
+/// `(lens, layouts, weights, stop_kind, stop_n)`.
+pub fn mix_spec(obj: &Bound<'_, PyAny>) -> PyResult<Option<MixSpec>> {
+    let Ok(f) = obj.getattr("_dataio_mix") else { return Ok(None) };
+    #[allow(clippy::type_complexity)]
+    let (lens, layouts, weights, kind, n): (Vec<u64>, Vec<Option<(Vec<u64>, u64)>>, Vec<f64>, String, u64) =
+        f.call0()?.extract()?;
+    Ok(Some(make_mix_spec(lens, layouts, weights, &kind, n)?))
+}
+
+pub fn make_mix_spec(
+    lens: Vec<u64>,
+    layouts: Vec<Option<(Vec<u64>, u64)>>,
+    weights: Vec<f64>,
+    kind: &str,
+    n: u64,
+) -> PyResult<MixSpec> {
+    let stop = match kind {
+        "first_exhausted" => Stop::FirstExhausted,
+        "all_exhausted" => Stop::AllExhausted,
+        "samples" => Stop::Samples(n),
+        other => {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "stop must be 'first_exhausted', 'all_exhausted' or a number of samples, got {other:?}"
+            )))
+        }
+    };
+    let parts = lens
+        .into_iter()
+        .zip(layouts.into_iter().chain(std::iter::repeat(None)))
+        .map(|(len, l)| Part { len, layout: l.map(|(counts, window)| Layout { counts, window }) })
+        .collect();
+    Ok(MixSpec { parts, weights, stop })
 }
 
 impl PySource {
@@ -122,7 +159,8 @@ impl PySource {
             }
             _ => None,
         };
-        Ok(PySource { obj, iter: None, len, fields, prepare, context, keep_raw: false, layout })
+        let mix = if sized { mix_spec(obj.bind(py))? } else { None };
+        Ok(PySource { obj, iter: None, len, fields, prepare, context, keep_raw: false, layout, mix })
     }
 
     /// A source for planning only: records keep their raw object (see `keep_raw`).
@@ -201,6 +239,10 @@ impl RecordSource for PySource {
 
     fn layout(&self) -> Option<Layout> {
         self.layout.clone()
+    }
+
+    fn mix(&self) -> Option<MixSpec> {
+        self.mix.clone()
     }
 
     fn get(&mut self, indices: &[u64]) -> Result<Vec<Record>> {

@@ -300,3 +300,19 @@ def test_tar_shards_shuffle_and_resume_like_the_local_run(two_workers: RayExecut
     resumed.load_state_dict(state)
     assert head + snapshot(resumed) == want
     resumed.close()
+
+
+def test_a_mix_is_the_local_run_and_resumes_across_executors(two_workers: RayExecutor) -> None:
+    small = make_records(7)
+    mixed = dataio.mix([RECORDS, small], weights=[0.7, 0.3], stop="all_exhausted")
+    pipe = random_pipeline(dataio.batch(4))
+    want = local(pipe, mixed, seed=6, epoch=1)
+    assert on_ray(pipe, mixed, two_workers, seed=6, epoch=1) == want
+    loader = pipe.bind(mixed).run("numpy", seed=6, epoch=1, executor=two_workers)
+    head = _take(loader, 3)
+    state = loader.state_dict()
+    loader.close()
+    resumed = pipe.bind(mixed).run("numpy", seed=6, epoch=1)
+    resumed.load_state_dict(state)
+    assert head + snapshot(resumed) == want
+    resumed.close()

@@ -3,6 +3,7 @@
 pub mod batch;
 pub mod batch_ops;
 pub mod loader;
+pub mod mix;
 pub mod planner;
 pub mod record;
 pub mod schedule;
@@ -11,6 +12,7 @@ pub mod source;
 
 pub use batch::{Batch, SlotValue};
 pub use loader::{Loader, Next, Options, Stats};
+pub use mix::{MixOrder, MixSpec, Part, Stop};
 pub use planner::{PlannedBatch, PlannedRow, PlannedSource};
 pub use record::{Record, Value};
 pub use schedule::{Layout, Shard, ShardOrder};

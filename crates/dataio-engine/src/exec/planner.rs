@@ -91,15 +91,18 @@ pub fn planner(plan: &Plan, source: Box<dyn RecordSource>, opts: &Options) -> Re
         }),
         (Shape::Batch { size, drop_last }, Some(n)) => {
             let layout = source.layout();
-            let schedule = Schedule::with_layout(
-                n,
-                layout.as_ref(),
-                opts.seed,
-                opts.epoch,
-                opts.shard,
-                opts.global_offset,
-                opts.start,
-            )?;
+            let schedule = match source.mix() {
+                Some(spec) => Schedule::mixed(spec, opts.seed, opts.epoch, opts.shard, opts.global_offset, opts.start)?,
+                None => Schedule::with_layout(
+                    n,
+                    layout.as_ref(),
+                    opts.seed,
+                    opts.epoch,
+                    opts.shard,
+                    opts.global_offset,
+                    opts.start,
+                )?,
+            };
             // Sharded sources hear of the records a window ahead, so their
             // shards are fetched before the batches that read them are formed.
             let window_per_rank = layout.as_ref().map(|l| l.window.div_ceil(opts.shard.of)).unwrap_or(0);

@@ -18,6 +18,7 @@
 //! the number of shards, not of samples.
 
 use crate::error::{Error, Result};
+use super::mix::{MixOrder, MixSpec};
 use crate::rng::{key, Permutation};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -145,6 +146,7 @@ enum Order {
     Identity,
     Flat(Permutation),
     Sharded(ShardOrder),
+    Mixed(MixOrder),
 }
 
 #[derive(Debug, Clone)]
@@ -170,6 +172,15 @@ impl Schedule {
     /// consumed, possibly by a different number of ranks (elastic resume).
     pub fn resumed(n: u64, seed: Option<u64>, epoch: u64, shard: Shard, offset: u64, start: u64) -> Result<Self> {
         Self::with_layout(n, None, seed, epoch, shard, offset, start)
+    }
+
+    /// The order of a mixed source: the epoch is the mix's draws (see
+    /// [`MixOrder`]), split across ranks and resumed like any other.
+    pub fn mixed(spec: MixSpec, seed: Option<u64>, epoch: u64, shard: Shard, offset: u64, start: u64) -> Result<Self> {
+        let order = MixOrder::new(spec, seed, epoch)?;
+        let mut s = Self::with_layout(order.len(), None, None, epoch, shard, offset, start)?;
+        s.perm = Order::Mixed(order);
+        Ok(s)
     }
 
     /// Like [`Schedule::resumed`], for a source that declares its [`Layout`]
@@ -219,6 +230,7 @@ impl Schedule {
             Order::Identity => g,
             Order::Flat(p) => p.apply(g),
             Order::Sharded(o) => o.apply(g),
+            Order::Mixed(m) => m.record_at(g),
         }
     }
 

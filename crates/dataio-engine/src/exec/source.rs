@@ -2,6 +2,7 @@
 //! over Python sequences and iterables (one GIL acquisition per chunk).
 
 use super::record::Record;
+use super::mix::MixSpec;
 use super::schedule::Layout;
 use crate::error::Result;
 
@@ -18,6 +19,11 @@ pub trait RecordSource: Send {
     /// A sized source stored in shards declares them: its epoch order is
     /// then shuffled two-level (see [`super::schedule::ShardOrder`]).
     fn layout(&self) -> Option<Layout> {
+        None
+    }
+    /// A mixed source (`dataio.mix`) declares its parts, weights and stop
+    /// rule: its epoch is the mix's draws over the concatenated records.
+    fn mix(&self) -> Option<MixSpec> {
         None
     }
     /// Records the planner will ask for, in order: a source may start

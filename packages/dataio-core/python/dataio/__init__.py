@@ -30,6 +30,7 @@ from .formats import (
 )
 from .gds import gds_available, gds_info
 from .loader import Batch, Loader, from_sampler
+from .mix import mix
 from .pipeline import Pipeline, batch, collate, group_by, map, pipeline, slot
 from .transforms import col
 from .hookspecs import hookimpl
@@ -53,6 +54,7 @@ from .io import (
 _install_resolver()
 
 __all__ = [
+    "mix",
     "__version__",
     "errors",
     "DataioError",

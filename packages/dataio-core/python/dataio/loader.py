@@ -236,6 +236,9 @@ class Loader:
             raise InvalidArgumentError(f"prefetch must be a non-negative integer (batches ready ahead), got {prefetch!r}")
         from .executor import resolve_executor
 
+        check_fields = getattr(self._records, "_dataio_check_fields", None)
+        if callable(check_fields) and not self._pipe.record_maps:
+            check_fields(sorted({sl.field for sl in self._pipe.slots if not sl.optional}))
         self._executor = resolve_executor(executor)
         self._prefetch = self._pipe.shape.prefetch if prefetch is None else prefetch
         self._shard = self._check_shard(shard)
@@ -441,11 +444,25 @@ class Loader:
         """Batches this rank gets in an epoch (sized sources with batch())."""
         if not _is_sequence(self._records) or self._pipe.shape.kind != "batch":
             raise TypeError("the number of batches is known only for sized record sources with batch()")
-        n = len(self._records) - self._global_offset
+        n = self._epoch_len() - self._global_offset
         sid, of = self._shard["id"], self._shard["of"]
         count = -(-n // of) if self._shard["pad"] else max(0, -(-(n - sid) // of))
         size = self._pipe.shape.size
         return count // size if self._pipe.shape.drop_last else -(-count // size)
+
+    def _epoch_len(self) -> int:
+        """Records in this epoch's global order (a mix's draws, else the source's length)."""
+        epoch_len = getattr(self._records, "epoch_len", None)
+        if callable(epoch_len) and hasattr(self._records, "_dataio_mix"):
+            return int(epoch_len(self._seed, self._epoch))
+        return len(self._records)
+
+    def _mix_progress(self) -> list[dict[str, int]] | None:
+        progress = getattr(self._records, "progress", None)
+        if not (callable(progress) and hasattr(self._records, "_dataio_mix")):
+            return None
+        done = min(self._epoch_len(), self._global_offset + self._position * self._shard["of"])
+        return progress(self._seed, self._epoch, done)
 
     def state_dict(self) -> dict[str, Any]:
         """A small, JSON-serializable checkpoint: where this rank is in the
@@ -462,6 +479,9 @@ class Loader:
             "global_position": self._global_offset + self._position * self._shard["of"],
             "shard": dict(self._shard),
             "dataset_size": len(self._records) if _is_sequence(self._records) else None,
+            # A mix: each source's draws this epoch and its own epoch, at the
+            # global position (derived from it: resuming needs only the position).
+            **({"sources": m} if (m := self._mix_progress()) is not None else {}),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -517,6 +537,9 @@ class Loader:
         source_stats = getattr(self._records, "_dataio_source_stats", None)
         if callable(source_stats):
             out["source"] = source_stats()
+        mixed = self._mix_progress()
+        if mixed is not None:
+            out["sources"] = mixed
         return out
 
     def _with_wait(self, stats: dict[str, Any]) -> dict[str, Any]:
