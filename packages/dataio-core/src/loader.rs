@@ -280,6 +280,10 @@ impl NativeLoader {
         d.set_item("batches_in_window", s.batches_in_window)?;
         d.set_item("batches_ready", s.batches_ready)?;
         d.set_item("elapsed_seconds", s.elapsed_seconds)?;
+        if !s.part_reads.is_empty() {
+            // A mix: per source, records read and the seconds their reads took.
+            d.set_item("source_reads", s.part_reads)?;
+        }
         Ok(d)
     }
 }

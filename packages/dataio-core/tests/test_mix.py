@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 from typing import Any
 
 import dataio
@@ -191,3 +192,27 @@ def test_sources_whose_fields_disagree_are_named() -> None:
     with optional.bind(m).run("numpy", seed=0) as loader:
         batches = list(loader)
     assert any(v is None for b in batches for v in b["x"])
+
+
+def test_report_names_the_slowest_source(tmp_path: Any) -> None:
+    import numpy as np
+
+    # Files of 64 bytes against 4 MiB: reads of the second source take longer.
+    rng = np.random.default_rng(0)
+    big = []
+    for i in range(12):
+        p = tmp_path / f"big{i}.bin"
+        p.write_bytes(rng.bytes(4 << 20))
+        big.append({"key": f"big{i}", "blob": str(p)})
+    small = [{"key": f"small{i}", "blob": str(tmp_path / f"small{i}.bin")} for i in range(12)]
+    for r in small:
+        Path(r["blob"]).write_bytes(b"x" * 64)
+    pipe = dataio.pipeline(dataio.slot("blob").decode_bytes(), dataio.batch(4))
+    m = dataio.mix([small, big], weights=[1, 1])
+    with pipe.bind(m).run("numpy", seed=0) as loader:
+        got = [k for b in loader for k in b.keys]
+        stats = loader.stats()
+        report = loader.report()
+    assert [n for n, _ in stats["source_reads"]] == [sum(k.startswith(p) for k in got) for p in ("small", "big")]
+    assert report.slowest_source is not None and report.slowest_source["source"] == 1
+    assert "slowest source of the mix: #1" in str(report)

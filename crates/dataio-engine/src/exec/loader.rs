@@ -121,6 +121,8 @@ pub struct Stats {
     pub batches_in_window: usize,
     pub batches_ready: usize,
     pub elapsed_seconds: f64,
+    /// A mixed source: per part, (records read, seconds their reads took).
+    pub part_reads: Vec<(u64, f64)>,
 }
 
 enum Msg {
@@ -138,6 +140,53 @@ struct Shared {
     window: Gate,
     counters: Counters,
     tx: Sender<Msg>,
+    /// A mixed source's parts: where each starts in the concatenation, and
+    /// per part the records read and the seconds their reads took.
+    parts: Option<PartReads>,
+}
+
+struct PartReads {
+    bases: Vec<u64>,
+    total: u64,
+    records: Vec<AtomicU64>,
+    read_ns: Vec<AtomicU64>,
+}
+
+impl PartReads {
+    fn new(spec: &super::mix::MixSpec) -> PartReads {
+        let mut bases = Vec::new();
+        let mut total = 0;
+        for p in &spec.parts {
+            bases.push(total);
+            total += p.len;
+        }
+        let n = bases.len();
+        PartReads {
+            bases,
+            total,
+            records: (0..n).map(|_| AtomicU64::new(0)).collect(),
+            read_ns: (0..n).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
+    fn add(&self, index: u64, ns: u64) {
+        if self.total == 0 {
+            return;
+        }
+        let i = index % self.total;
+        let part = self.bases.partition_point(|&b| b <= i).saturating_sub(1);
+        self.records[part].fetch_add(1, Ordering::Relaxed);
+        self.read_ns[part].fetch_add(ns, Ordering::Relaxed);
+    }
+}
+
+impl Shared {
+    fn read_took(&self, index: u64, ns: u64) {
+        self.counters.fetch_ns.fetch_add(ns, Ordering::Relaxed);
+        if let Some(p) = &self.parts {
+            p.add(index, ns);
+        }
+    }
 }
 
 pub struct Loader {
@@ -174,8 +223,9 @@ impl Loader {
         opts: Options,
         external: Option<Arc<dyn ExternalOps>>,
     ) -> Result<Loader> {
+        let parts = source.mix().map(|m| PartReads::new(&m));
         let planner = planner::planner(&plan, source, &opts)?;
-        Self::run(plan, planner, opts, external)
+        Self::run(plan, planner, opts, external, parts)
     }
 
     /// Runs batches planned elsewhere (by a trainer's planner, for a worker):
@@ -186,7 +236,7 @@ impl Loader {
         opts: Options,
         external: Option<Arc<dyn ExternalOps>>,
     ) -> Result<Loader> {
-        Self::run(plan, Box::new(Explicit::new(source)), opts, external)
+        Self::run(plan, Box::new(Explicit::new(source)), opts, external, None)
     }
 
     fn run(
@@ -194,6 +244,7 @@ impl Loader {
         planner: Box<dyn Planner>,
         opts: Options,
         external: Option<Arc<dyn ExternalOps>>,
+        parts: Option<PartReads>,
     ) -> Result<Loader> {
         let rank_count = planner.rank_count();
         let per_batch = match plan.shape {
@@ -212,6 +263,7 @@ impl Loader {
             stop: AtomicBool::new(false),
             counters: Counters::default(),
             tx,
+            parts,
         });
         let sh = shared.clone();
         let coordinator = std::thread::Builder::new()
@@ -359,6 +411,15 @@ impl Loader {
             batches_in_window: self.shared.window.current(),
             batches_ready: self.reorder.len() + self.rx.len(),
             elapsed_seconds: self.started.elapsed().as_secs_f64(),
+            part_reads: match &self.shared.parts {
+                Some(p) => p
+                    .records
+                    .iter()
+                    .zip(&p.read_ns)
+                    .map(|(r, t)| (r.load(Ordering::Relaxed), t.load(Ordering::Relaxed) as f64 / 1e9))
+                    .collect(),
+                None => Vec::new(),
+            },
         }
     }
 }
@@ -508,7 +569,7 @@ fn dispatch(sh: Arc<Shared>, builder: Arc<BatchBuilder>, row: usize, idx: u64, r
                 other => other,
             });
         }
-        sh.counters.fetch_ns.fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        sh.read_took(idx, t0.elapsed().as_nanos() as u64);
         pools::get().cpu.spawn(move || process(&sh, &builder, row, idx, &rec, fetched));
     });
 }
@@ -588,7 +649,7 @@ fn process_row(
                     None => pools::block_on(b.read_all(&u)),
                 }
                 .map_err(|e| e.in_row(ctx("read", Some(u.clone()))))?;
-                sh.counters.fetch_ns.fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+                sh.read_took(idx, t0.elapsed().as_nanos() as u64);
                 sh.counters.bytes_read.fetch_add(data.len() as u64, Ordering::Relaxed);
                 (SlotInput::Data(data), Some(u))
             }

@@ -54,6 +54,9 @@ class StatsReport:
     #: A shard source's counters (shards opened, the shard cache's hits,
     #: misses, bytes fetched, evictions), since the source was opened.
     shards: dict[str, Any] | None = None
+    #: A mix (``dataio.mix``): the source whose records take longest to read,
+    #: as ``{"source": s, "ms_per_record": ..., "records": n}``.
+    slowest_source: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -67,6 +70,7 @@ class StatsReport:
             "hints": list(self.hints),
             "slowest_worker": dict(self.slowest_worker) if self.slowest_worker else None,
             "shards": dict(self.shards) if self.shards else None,
+            "slowest_source": dict(self.slowest_source) if self.slowest_source else None,
         }
 
     def __str__(self) -> str:
@@ -89,6 +93,12 @@ class StatsReport:
         ]
         if self.slowest_worker:
             lines.append("  " + str(self.slowest_worker.get("summary", self.slowest_worker)))
+        if self.slowest_source:
+            w = self.slowest_source
+            lines.append(
+                f"  slowest source of the mix: #{w['source']}, {w['ms_per_record']:.2f} ms per record read "
+                f"({w['records']} records; the others {w['others_ms_per_record']:.2f} ms)"
+            )
         if self.shards:
             s = self.shards
             line = f"  shards: {s.get('shards', '?')} in the source, {s.get('shards_opened', 0)} opened"
@@ -243,8 +253,25 @@ def describe_stats(
         hints.append(f"{ready} batches are ready now: the last moments of the interval were consumer-bound")
     slowest = after.get("slowest_worker")
     shards = after.get("source")
+    slowest_source = _slowest_source(after.get("source_reads"), before.get("source_reads") if before else None)
     return StatsReport(
         dt, rates, per_record_ms, busy, queues, waiting_on, verdict, hints,
         slowest if isinstance(slowest, dict) else None,
         shards if isinstance(shards, dict) and "shards_opened" in shards else None,
+        slowest_source,
     )
+
+
+def _slowest_source(after: Any, before: Any) -> dict[str, Any] | None:
+    """Of a mix's sources, the one whose records took longest to read, per record."""
+    if not isinstance(after, list) or len(after) < 2:
+        return None
+    base = before if isinstance(before, list) and len(before) == len(after) else [(0, 0.0)] * len(after)
+    per = [(int(a[0]) - int(b[0]), float(a[1]) - float(b[1])) for a, b in zip(after, base)]
+    read = [(s, n, t) for s, (n, t) in enumerate(per) if n > 0]
+    if len(read) < 2:
+        return None
+    s, n, t = max(read, key=lambda x: x[2] / x[1])
+    others_n = sum(x[1] for x in read if x[0] != s)
+    others_t = sum(x[2] for x in read if x[0] != s)
+    return {"source": s, "ms_per_record": 1e3 * t / n, "records": n, "others_ms_per_record": 1e3 * others_t / max(others_n, 1)}
