@@ -531,7 +531,10 @@ class Loader:
         ``elapsed_seconds`` since the epoch started. A shard source adds
         ``"source"``: its shards, shards opened and its cache's
         ``cache_hits`` / ``cache_misses`` / ``cache_bytes_fetched`` /
-        ``cache_evictions`` (counted since the source was opened).
+        ``cache_evictions`` (counted since the source was opened). A mix
+        (``dataio.mix``) adds ``"sources"`` (per source: drawn this epoch up
+        to the global position, and its own epoch) and ``"source_reads"``
+        (per source: records read and their read seconds, this epoch).
         :meth:`report` turns snapshots into rates and a verdict."""
         out = self._with_wait(self._run.stats()) if self._run is not None else dict(self._last_stats)
         source_stats = getattr(self._records, "_dataio_source_stats", None)
