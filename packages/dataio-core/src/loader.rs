@@ -151,14 +151,109 @@ fn record_source(
     prepare: Option<Py<PyAny>>,
     context: Option<Py<PyAny>>,
 ) -> PyResult<Box<dyn RecordSource>> {
-    if prepare.is_none() && context.is_none() {
-        if let Ok(native) = records.bind(py).getattr("_dataio_native") {
+    if prepare.is_none() && context.is_none() && sized {
+        let obj = records.bind(py);
+        if let Ok(native) = obj.getattr("_dataio_native") {
             if let Ok(set) = native.cast::<PyShardSet>() {
                 return Ok(Box::new(set.get().inner.source(fields)));
             }
         }
+        // A mix reads each of its sources natively where it can.
+        if let Some(spec) = crate::source::mix_spec(obj)? {
+            let mut parts = Vec::new();
+            for src in obj.getattr("sources")?.try_iter()? {
+                parts.push(record_source(py, src?.unbind(), true, fields.clone(), None, None)?);
+            }
+            return Ok(Box::new(ConcatSource::new(parts, spec, fields)));
+        }
     }
     Ok(Box::new(PySource::new(py, records, sized, fields, prepare, context)?))
+}
+
+/// A mix's sources end to end (record `base[s] + i` is record `i` of
+/// source `s`; indices past the total are restarts and wrap), each read by
+/// its own engine source.
+struct ConcatSource {
+    parts: Vec<Box<dyn RecordSource>>,
+    bases: Vec<u64>,
+    total: u64,
+    spec: dataio_engine::exec::MixSpec,
+    /// Whether the plan reads `__source__` (the source's number).
+    source_field: bool,
+    /// Next record of a sequential read (group_by).
+    cursor: u64,
+}
+
+impl ConcatSource {
+    fn new(parts: Vec<Box<dyn RecordSource>>, spec: dataio_engine::exec::MixSpec, fields: Vec<String>) -> Self {
+        let mut bases = Vec::with_capacity(spec.parts.len());
+        let mut total = 0;
+        for p in &spec.parts {
+            bases.push(total);
+            total += p.len;
+        }
+        let source_field = fields.iter().any(|f| f == "__source__");
+        ConcatSource { parts, bases, total, spec, source_field, cursor: 0 }
+    }
+}
+
+impl RecordSource for ConcatSource {
+    fn len(&self) -> Option<u64> {
+        Some(self.total)
+    }
+
+    fn get(&mut self, indices: &[u64]) -> dataio_engine::Result<Vec<dataio_engine::exec::Record>> {
+        // Consecutive indices of one source are asked together, in order.
+        let mut out = Vec::with_capacity(indices.len());
+        let mut run: Vec<u64> = Vec::new();
+        let mut run_part = usize::MAX;
+        let flush = |part: usize, run: &mut Vec<u64>, parts: &mut Vec<Box<dyn RecordSource>>, out: &mut Vec<_>, tag: bool| {
+            if run.is_empty() {
+                return Ok(());
+            }
+            let mut got: Vec<dataio_engine::exec::Record> = parts[part].get(run)?;
+            if tag {
+                for r in &mut got {
+                    r.fields.push(("__source__".into(), dataio_engine::exec::Value::Int(part as i64)));
+                }
+            }
+            out.extend(got);
+            run.clear();
+            Ok::<(), dataio_engine::Error>(())
+        };
+        for &i in indices {
+            let i = if self.total == 0 { i } else { i % self.total };
+            let part = self.bases.partition_point(|&b| b <= i).saturating_sub(1);
+            let part = (part..self.parts.len()).find(|&p| self.spec.parts[p].len > 0).unwrap_or(part);
+            if part != run_part {
+                if run_part != usize::MAX {
+                    flush(run_part, &mut run, &mut self.parts, &mut out, self.source_field)?;
+                }
+                run_part = part;
+            }
+            run.push(i - self.bases[part]);
+        }
+        if run_part != usize::MAX {
+            flush(run_part, &mut run, &mut self.parts, &mut out, self.source_field)?;
+        }
+        Ok(out)
+    }
+
+    fn next_chunk(&mut self, max: usize) -> dataio_engine::Result<Vec<dataio_engine::exec::Record>> {
+        let end = (self.cursor + max as u64).min(self.total);
+        let indices: Vec<u64> = (self.cursor..end).collect();
+        self.cursor = end;
+        self.get(&indices)
+    }
+
+    fn rewind(&mut self) -> dataio_engine::Result<()> {
+        self.cursor = 0;
+        Ok(())
+    }
+
+    fn mix(&self) -> Option<dataio_engine::exec::MixSpec> {
+        Some(self.spec.clone())
+    }
 }
 
 #[pyclass(module = "dataio._native", name = "NativeLoader")]

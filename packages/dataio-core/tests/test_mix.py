@@ -194,25 +194,48 @@ def test_sources_whose_fields_disagree_are_named() -> None:
     assert any(v is None for b in batches for v in b["x"])
 
 
-def test_report_names_the_slowest_source(tmp_path: Any) -> None:
-    import numpy as np
+class _SlowStore:
+    """A Python backend whose reads take 20 ms: the slow source of a mix."""
 
-    # Files of 64 bytes against 4 MiB: reads of the second source take longer.
-    rng = np.random.default_rng(0)
-    big = []
+    name = "slow"
+
+    def head(self, uri: str) -> dict[str, Any]:
+        return {"size": 3}
+
+    def read_range(self, uri: str, offset: int, size: int) -> bytes:
+        return self.read_all(uri)[offset : offset + size]
+
+    def read_all(self, uri: str) -> bytes:
+        import time
+
+        time.sleep(0.02)
+        return b"abc"
+
+    def list(self, prefix: str, recursive: bool) -> list[Any]:
+        return []
+
+    def exists(self, uri: str) -> bool:
+        return True
+
+
+def test_report_names_the_slowest_source(tmp_path: Any, unique: str) -> None:
+    from dataio.plugins import register_backend
+
+    scheme = f"slowmix{unique}"
+    register_backend(scheme, _SlowStore())
+    fast = []
     for i in range(12):
-        p = tmp_path / f"big{i}.bin"
-        p.write_bytes(rng.bytes(4 << 20))
-        big.append({"key": f"big{i}", "blob": str(p)})
-    small = [{"key": f"small{i}", "blob": str(tmp_path / f"small{i}.bin")} for i in range(12)]
-    for r in small:
-        Path(r["blob"]).write_bytes(b"x" * 64)
+        p = tmp_path / f"fast{i}.bin"
+        p.write_bytes(b"xyz")
+        fast.append({"key": f"fast{i}", "blob": str(p)})
+    slow = [{"key": f"slow{i}", "blob": f"{scheme}://b/{i}"} for i in range(12)]
     pipe = dataio.pipeline(dataio.slot("blob").decode_bytes(), dataio.batch(4))
-    m = dataio.mix([small, big], weights=[1, 1])
+    m = dataio.mix([fast, slow], weights=[1, 1])
     with pipe.bind(m).run("numpy", seed=0) as loader:
         got = [k for b in loader for k in b.keys]
         stats = loader.stats()
         report = loader.report()
-    assert [n for n, _ in stats["source_reads"]] == [sum(k.startswith(p) for k in got) for p in ("small", "big")]
+    assert [n for n, _ in stats["source_reads"]] == [sum(k.startswith(p) for k in got) for p in ("fast", "slow")]
     assert report.slowest_source is not None and report.slowest_source["source"] == 1
+    assert report.slowest_source["ms_per_record"] >= 15
     assert "slowest source of the mix: #1" in str(report)
