@@ -9,14 +9,19 @@ packages live under ``packages/dataio-core/tests/plugins/``.
     python3 -m nox -s tests -- packages/dataio-s3   # one package
     python3 -m nox -s lint typecheck bench
     python3 -m nox -s wheels -- wheelhouse/        # portable wheels of every package
+    python3 -m nox -s fuzz -- 60                   # every fuzz target for 60 s
+    python3 -m nox -s memcheck                     # Rust tests of the unsafe code under valgrind
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import email.parser
+import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import tempfile
@@ -53,11 +58,11 @@ SYSTEM_PACKAGES = {"nasm": "nasm", "fi_info": "libfabric-bin", "/usr/include/rdm
 NPM_PACKAGES = {"azurite": "azurite@3"}
 
 
-def ensure_system_packages(session: nox.Session) -> None:
+def ensure_system_packages(session: nox.Session, extra: dict[str, str] | None = None) -> None:
     def present(tool: str) -> bool:
         return os.path.exists(tool) if os.path.isabs(tool) else shutil.which(tool) is not None
 
-    missing = [pkg for tool, pkg in SYSTEM_PACKAGES.items() if not present(tool)]
+    missing = [pkg for tool, pkg in {**SYSTEM_PACKAGES, **(extra or {})}.items() if not present(tool)]
     if not missing:
         return
     apt = shutil.which("apt-get")
@@ -137,6 +142,125 @@ def tests(session: nox.Session) -> None:
             build_wheels(session, wheelhouse, CARGO_PROFILE)
             env["DATAIO_WHEELHOUSE"] = str(wheelhouse)
         session.run("python", "-m", "pytest", str(tests_dir), "-q", "--timeout=600", "-p", "no:cacheprovider", env=env)
+
+
+# Fuzz targets: every `crates/*/fuzz` package (cargo-fuzz's layout), built with
+# the flags `cargo fuzz build --sanitizer none --debug-assertions` passes, so the
+# pinned stable toolchain builds them and cargo-fuzz itself need not be installed.
+FUZZ_CRATES = sorted(p.parent for p in ROOT.glob("crates/*/fuzz/Cargo.toml"))
+FUZZ_RUSTFLAGS = " ".join([
+    "-Cpasses=sancov-module",
+    "-Cllvm-args=-sanitizer-coverage-level=4",
+    "-Cllvm-args=-sanitizer-coverage-inline-8bit-counters",
+    "-Cllvm-args=-sanitizer-coverage-pc-table",
+    "-Cllvm-args=-sanitizer-coverage-trace-compares",
+    "-Cllvm-args=-sanitizer-coverage-stack-depth",
+    "-Cllvm-args=-simplifycfg-branch-fold-threshold=0",
+    "--cfg fuzzing",
+    "-Cdebug-assertions",
+    "-Coverflow-checks",
+])
+FUZZ_DIR = ROOT / "target" / "fuzz"
+
+
+def host_triple() -> str:
+    out = subprocess.run(["rustc", "-vV"], check=True, capture_output=True, text=True, cwd=ROOT).stdout
+    return next(line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("host: "))
+
+
+def fuzz_targets() -> list[tuple[Path, str]]:
+    return [(c, b["name"]) for c in FUZZ_CRATES for b in tomllib.loads((c / "Cargo.toml").read_text())["bin"]]
+
+
+@nox.session(venv_backend="none")
+def fuzz(session: nox.Session) -> None:
+    """Every fuzz target for SECONDS each: `nox -s fuzz -- SECONDS [TARGET ...]`.
+
+    New corpus entries go to target/fuzz/corpus/<target> (the committed seeds
+    under crates/*/fuzz/corpus are only read); a crashing input is left in
+    target/fuzz/artifacts/<target>/ and fails the session. Each run appends a
+    line (time, target, seconds, CPU seconds, executions, coverage, result) to
+    target/fuzz/log.tsv.
+    """
+    seconds = int(session.posargs[0]) if session.posargs else 60
+    only = set(session.posargs[1:])
+    ensure_system_packages(session)
+    triple = host_triple()
+    env = {"RUSTFLAGS": FUZZ_RUSTFLAGS, "CARGO_TARGET_DIR": str(ROOT / "target")}
+    chosen = [(c, t) for c, t in fuzz_targets() if not only or t in only]
+    for crate in sorted({c for c, _ in chosen}):
+        session.run(
+            "cargo", "build", "--profile", CARGO_PROFILE, "--manifest-path", str(crate / "Cargo.toml"), "--target", triple,
+            "--bins", external=True, env=env,
+        )
+    failed = []
+    for crate, target in chosen:
+        corpus = FUZZ_DIR / "corpus" / target
+        artifacts = FUZZ_DIR / "artifacts" / target
+        corpus.mkdir(parents=True, exist_ok=True)
+        artifacts.mkdir(parents=True, exist_ok=True)
+        binary = ROOT / "target" / triple / CARGO_PROFILE / target
+        args = [
+            str(binary), f"-max_total_time={seconds}", "-timeout=10", "-rss_limit_mb=2048", "-print_final_stats=1",
+            f"-artifact_prefix={artifacts}/", str(corpus), str(crate / "corpus" / target),
+        ]
+        if (crate / "dicts" / f"{target}.dict").is_file():
+            args.insert(1, f"-dict={crate / 'dicts' / f'{target}.dict'}")
+        session.log(f"fuzzing {target} for {seconds} s")
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        proc = subprocess.run(args, capture_output=True, text=True, cwd=ROOT)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+        out = proc.stderr + proc.stdout
+        stats = dict(re.findall(r"^stat::(\w+):\s+(\d+)", out, re.M))
+        cov = re.findall(r"cov: (\d+) ft: (\d+)", out)
+        crashes = sorted(p.name for p in artifacts.iterdir())
+        result = "ok" if proc.returncode == 0 else f"FAILED ({proc.returncode}): {', '.join(crashes) or 'see output'}"
+        with open(FUZZ_DIR / "log.tsv", "a") as log:
+            log.write("\t".join([
+                datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), target, str(seconds), f"{cpu:.0f}",
+                stats.get("number_of_executed_units", "?"), cov[-1][0] if cov else "?", result,
+            ]) + "\n")
+        session.log(f"{target}: {stats.get('number_of_executed_units', '?')} runs, cov {cov[-1][0] if cov else '?'}: {result}")
+        if proc.returncode != 0:
+            print(out[-4000:])
+            failed.append(f"{target} -> {artifacts}")
+    if failed:
+        session.error("fuzz targets failed (crashing inputs kept):\n  " + "\n  ".join(failed))
+
+
+# The plain-Rust crates whose tests run their `unsafe` code (libjpeg-turbo
+# sessions, aligned batch buffers and row writes, the C ABI both ways, mmaps,
+# the libfabric shim): `nox -s memcheck` runs each test binary under valgrind.
+MEMCHECK_CRATES = ["dataio-abi", "dataio-engine", "dataio-rdma"]
+
+
+@nox.session(venv_backend="none")
+def memcheck(session: nox.Session) -> None:
+    """The Rust tests of the crates with `unsafe` under valgrind memcheck; any error fails.
+
+    `nox -s memcheck -- FILTER` passes FILTER to every test binary."""
+    ensure_system_packages(session, {"valgrind": "valgrind"})
+    build = subprocess.run(
+        ["cargo", "test", "--no-run", "--profile", CARGO_PROFILE, "--message-format=json",
+         *(arg for c in MEMCHECK_CRATES for arg in ("-p", c))],
+        cwd=ROOT, check=True, capture_output=True, text=True, env={**os.environ, "CARGO_TARGET_DIR": str(ROOT / "target")},
+    )
+    binaries = []
+    for line in build.stdout.splitlines():
+        msg = json.loads(line)
+        if msg.get("reason") == "compiler-artifact" and msg.get("profile", {}).get("test") and msg.get("executable"):
+            binaries.append(msg["executable"])
+    if not binaries:
+        session.error("cargo built no test binaries")
+    supp = ROOT / "crates" / "valgrind.supp"
+    for exe in sorted(binaries):
+        session.log(f"valgrind: {Path(exe).name}")
+        session.run(
+            "valgrind", "--quiet", "--error-exitcode=99", "--leak-check=full", "--show-leak-kinds=definite",
+            "--errors-for-leak-kinds=definite", f"--suppressions={supp}", "--fair-sched=yes", exe,
+            "--test-threads=2", *session.posargs, external=True, env={"DATAIO_UNDER_VALGRIND": "1"},
+        )
 
 
 @nox.session(python=PYTHON)

@@ -26,10 +26,11 @@ fn bad(what: impl std::fmt::Display) -> Error {
 }
 
 fn parse_descr(descr: &str) -> Result<(DType, bool)> {
-    if descr.len() < 2 {
+    // `split_at_checked`: the first character may be any UTF-8 (a damaged
+    // header), and slicing inside it would panic (found by the npy fuzz target).
+    let Some((order, code)) = descr.split_at_checked(1).filter(|(_, code)| !code.is_empty()) else {
         return Err(bad(format!("unsupported dtype descriptor {descr:?}")));
-    }
-    let (order, code) = descr.split_at(1);
+    };
     let big = order == ">";
     if !matches!(order, "<" | ">" | "|" | "=") {
         return Err(bad(format!("unsupported dtype descriptor {descr:?}")));
@@ -197,5 +198,14 @@ mod tests {
         assert!(decode(b"\x93NUMPY\x01\x00\xff\xff{").unwrap_err().to_string().contains("truncated"));
         assert!(decode(b"garbage").is_err());
         assert!(decode(&npy("<f4", false, "(99999999999999, 99999999999)", &[])).is_err());
+    }
+
+    #[test]
+    fn a_descriptor_starting_with_a_multibyte_character_is_an_error() {
+        // Found by the npy fuzz target: slicing inside 'ĝ' panicked.
+        for descr in ["\u{11d}1", "\u{11d}", "é", "<"] {
+            let e = decode(&npy(descr, false, "(1,)", &[0u8; 8])).unwrap_err().to_string();
+            assert!(e.contains("unsupported dtype"), "{descr}: {e}");
+        }
     }
 }

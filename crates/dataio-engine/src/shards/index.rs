@@ -70,6 +70,16 @@ impl ShardIndex {
         self.len() == 0
     }
 
+    /// Whether every member or record lies inside the payload: what a kept
+    /// index file must show before a reader slices a shard by it.
+    pub fn in_bounds(&self) -> bool {
+        let fits = |off: u64, len: u64| off.checked_add(len).is_some_and(|end| end <= self.payload_len);
+        match &self.samples {
+            Samples::Tar(s) => s.iter().all(|t| t.members.iter().all(|(_, off, len)| fits(*off, *len))),
+            Samples::TfRecord(r) => r.iter().all(|&(off, len)| fits(off, len)),
+        }
+    }
+
     /// Indexes a shard's payload.
     pub fn build(uri: &str, format: Format, identity: String, payload: &[u8], check_crc: bool) -> Result<ShardIndex> {
         let samples = match format {
@@ -137,11 +147,12 @@ impl IndexStore {
         self.dir.join(format!("{}.json", &h.finalize().to_hex()[..32]))
     }
 
-    /// The kept index, if one matches; an unreadable file counts as none.
+    /// The kept index, if one matches; an unreadable file, or one whose
+    /// entries lie outside the payload it names, counts as none.
     pub fn load(&self, uri: &str, format: Format, identity: &str) -> Option<ShardIndex> {
         let data = std::fs::read(self.path(uri, format, identity)).ok()?;
         let index: ShardIndex = serde_json::from_slice(&data).ok()?;
-        (index.identity == identity && index.format == format).then_some(index)
+        (index.identity == identity && index.format == format && index.in_bounds()).then_some(index)
     }
 
     /// Keeps an index (atomically: a reader sees the whole file or none),
@@ -210,5 +221,24 @@ mod tests {
         assert_eq!(store.load_count("t.tar", Format::Tar, "size=2"), None);
         assert_eq!(store.load("t.tar", Format::Tar, "size=2"), None);
         assert_eq!(store.load("u.tar", Format::Tar, &idx.identity), None);
+    }
+
+    #[test]
+    fn a_kept_index_pointing_outside_its_payload_counts_as_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = IndexStore::new(dir.path());
+        let mut idx = ShardIndex {
+            format: Format::TfRecord,
+            identity: identity(100, None, Some(1.0)),
+            payload_len: 100,
+            samples: Samples::TfRecord(vec![(0, 10), (90, 10)]),
+        };
+        store.save("t.tfrecord", &idx).unwrap();
+        assert!(store.load("t.tfrecord", Format::TfRecord, &idx.identity).is_some());
+        for bad in [(95, 10), (u64::MAX, 2)] {
+            idx.samples = Samples::TfRecord(vec![(0, 10), bad]);
+            store.save("t.tfrecord", &idx).unwrap();
+            assert_eq!(store.load("t.tfrecord", Format::TfRecord, &idx.identity), None, "{bad:?}");
+        }
     }
 }

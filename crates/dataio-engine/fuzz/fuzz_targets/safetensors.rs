@@ -1,0 +1,19 @@
+//! safetensors header and layout: the `safetensors` crate's parser as the
+//! engine uses it (`decode_safetensors`), for the first tensor named in the
+//! header and for a name that is not there.
+#![no_main]
+mod common;
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let names: Vec<String> = match safetensors::SafeTensors::deserialize(data) {
+        Ok(st) => st.names().into_iter().take(4).map(str::to_string).collect(),
+        Err(_) => Vec::new(),
+    };
+    for name in names.iter().map(String::as_str).chain(["no-such-tensor"]) {
+        if let Some(t) = common::checked(dataio_engine::formats::safetensors::decode(data, name)) {
+            let numel: usize = t.shape.iter().product();
+            assert!(t.bytes().len() >= numel * t.dtype.size() / 8, "tensor {name}: too few bytes for its shape");
+        }
+    }
+});
