@@ -124,6 +124,38 @@ def _png_with_exif_after_idat(arr: np.ndarray, orientation: int) -> bytes:
     return data[:iend] + chunk + data[iend:]
 
 
+def _png_with_imagemagick_raw_exif(arr: np.ndarray, orientation: int, chunk: bytes) -> bytes:
+    """A PNG carrying its EXIF as ImageMagick writes it: a ``Raw profile type
+    exif`` text chunk (hex digits, 72 per line, after a name and a length)."""
+    plain = io.BytesIO()
+    Image.fromarray(arr).save(plain, format="PNG")
+    data = plain.getvalue()
+    exif = _exif(orientation).tobytes()
+    exif = exif if exif.startswith(b"Exif\x00\x00") else b"Exif\x00\x00" + exif
+    hexed = exif.hex()
+    text = ("\nexif\n" + f"{len(exif):8d}\n" + "\n".join(hexed[i : i + 72] for i in range(0, len(hexed), 72)) + "\n").encode()
+    key = b"Raw profile type exif\x00"
+    body = {b"tEXt": key + text, b"zTXt": key + b"\x00" + zlib.compress(text), b"iTXt": key + b"\x01\x00\x00\x00" + zlib.compress(text)}[chunk]
+    made = struct.pack(">I", len(body)) + chunk + body + struct.pack(">I", zlib.crc32(chunk + body) & 0xFFFFFFFF)
+    idat = data.index(b"IDAT") - 4
+    return data[:idat] + made + data[idat:]
+
+
+@pytest.mark.parametrize("chunk", [b"zTXt", b"tEXt", b"iTXt"])
+@pytest.mark.parametrize("orientation", [3, 6, 8])
+def test_png_orientation_from_imagemagick_raw_exif_profile_as_pil_reads_it(tmp_path: Path, orientation: int, chunk: bytes) -> None:
+    stored = _photo(36, 52)
+    data = _png_with_imagemagick_raw_exif(stored, orientation, chunk)
+    path = tmp_path / "magick.png"
+    path.write_bytes(data)
+    got = dataio.read_image(str(path))
+    if chunk != b"iTXt":  # PIL reads the profile from tEXt/zTXt only; the turn must be the one it makes
+        pil = np.asarray(ImageOps.exif_transpose(Image.open(io.BytesIO(data))).convert("RGB"))
+        np.testing.assert_array_equal(got, pil)
+    np.testing.assert_array_equal(got, _upright(stored, orientation))
+    np.testing.assert_array_equal(dataio.read_image(str(path), apply_exif_orientation=False), stored)
+
+
 def _upright(stored: np.ndarray, orientation: int) -> np.ndarray:
     """What PIL's ImageOps.exif_transpose makes of ``stored`` tagged ``orientation``."""
     img = Image.fromarray(stored)

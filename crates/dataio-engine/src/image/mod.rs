@@ -173,8 +173,8 @@ fn orientation_of(decoder: &mut impl image::ImageDecoder, data: &[u8], format: i
     let raw = match decoder.exif_metadata() {
         Ok(Some(raw)) => Some(raw),
         // The png crate sees only chunks before the image data; writers may
-        // put eXIf after it.
-        _ if format == image::ImageFormat::Png => png_chunk(data, b"eXIf").map(<[u8]>::to_vec),
+        // put eXIf after it, and ImageMagick writes EXIF as a hex text chunk.
+        _ if format == image::ImageFormat::Png => png_exif(data),
         _ => None,
     };
     raw.and_then(|r| exif_orientation(&r)).unwrap_or(1)
@@ -186,22 +186,106 @@ fn exif_orientation(raw: &[u8]) -> Option<u8> {
     jpeg::exif_orientation(raw.strip_prefix(b"Exif\0\0").unwrap_or(raw))
 }
 
-/// The body of the first PNG chunk of type `kind`.
-fn png_chunk<'a>(data: &'a [u8], kind: &[u8; 4]) -> Option<&'a [u8]> {
-    let mut at = 8; // the signature
-    while at + 8 <= data.len() {
-        let len = u32::from_be_bytes(data[at..at + 4].try_into().ok()?) as usize;
-        let ty = &data[at + 4..at + 8];
-        let body = data.get(at + 8..at + 8 + len)?;
-        if ty == kind {
-            return Some(body);
-        }
+/// The chunks of a PNG file as (type, body), up to `IEND` or the first
+/// chunk whose length runs past the data.
+fn png_chunks(data: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
+    let mut at = if data.starts_with(b"\x89PNG\r\n\x1a\n") { 8 } else { data.len() };
+    std::iter::from_fn(move || {
+        let head = data.get(at..at.checked_add(8)?)?;
+        let len = u32::from_be_bytes([head[0], head[1], head[2], head[3]]) as usize;
+        let ty = &head[4..8];
+        let body = data.get(at + 8..(at + 8).checked_add(len)?)?;
         if ty == b"IEND" {
             return None;
         }
-        at += 12 + len;
+        at = at + 12 + len;
+        Some((ty, body))
+    })
+}
+
+/// The largest EXIF block read from a PNG text chunk (after inflating).
+const MAX_TEXT_EXIF: u64 = 1 << 20;
+
+/// A PNG's EXIF block: the `eXIf` chunk wherever it lies, else the
+/// `Raw profile type exif` (or `APP1`) text chunk ImageMagick writes —
+/// `tEXt`, `zTXt` or `iTXt`, holding `\nexif\n  <length>\n<hex…>` — read as
+/// PIL reads it.
+fn png_exif(data: &[u8]) -> Option<Vec<u8>> {
+    let mut profile = None;
+    for (ty, body) in png_chunks(data) {
+        match ty {
+            b"eXIf" => return Some(body.to_vec()),
+            b"tEXt" | b"zTXt" | b"iTXt" if profile.is_none() => profile = raw_profile_text(ty, body),
+            _ => {}
+        }
     }
-    None
+    profile.and_then(|text| parse_raw_profile(&text))
+}
+
+/// The text of a `Raw profile type exif|APP1` PNG text chunk.
+fn raw_profile_text(ty: &[u8], body: &[u8]) -> Option<Vec<u8>> {
+    let nul = body.iter().position(|&b| b == 0)?;
+    let keyword = &body[..nul];
+    if keyword != b"Raw profile type exif" && keyword != b"Raw profile type APP1" {
+        return None;
+    }
+    let rest = &body[nul + 1..];
+    let inflate = |z: &[u8]| {
+        use std::io::Read;
+        let mut out = Vec::new();
+        flate2::read::ZlibDecoder::new(z).take(MAX_TEXT_EXIF * 3).read_to_end(&mut out).ok()?;
+        Some(out)
+    };
+    match ty {
+        b"tEXt" => Some(rest.to_vec()),
+        // compression method (0 = zlib), then the stream
+        b"zTXt" => inflate(rest.get(1..)?),
+        _ => {
+            // iTXt: compressed flag, method, language\0, translated keyword\0, text
+            let (&flag, rest) = rest.split_first()?;
+            let rest = rest.get(1..)?;
+            let lang_end = rest.iter().position(|&b| b == 0)?;
+            let rest = &rest[lang_end + 1..];
+            let tk_end = rest.iter().position(|&b| b == 0)?;
+            let text = &rest[tk_end + 1..];
+            if flag == 1 {
+                inflate(text)
+            } else {
+                Some(text.to_vec())
+            }
+        }
+    }
+}
+
+/// Decodes ImageMagick's raw profile text: a blank line, the profile name,
+/// the byte length, then hex digits over many lines.
+fn parse_raw_profile(text: &[u8]) -> Option<Vec<u8>> {
+    let text = std::str::from_utf8(text).ok()?;
+    let mut lines = text.trim_start_matches('\n').splitn(3, '\n');
+    let _name = lines.next()?;
+    let len: u64 = lines.next()?.trim().parse().ok()?;
+    if len > MAX_TEXT_EXIF {
+        return None;
+    }
+    let mut out = Vec::with_capacity(len as usize);
+    let mut hi = None;
+    for c in lines.next()?.bytes() {
+        let v = match c {
+            b'0'..=b'9' => c - b'0',
+            b'a'..=b'f' => c - b'a' + 10,
+            b'A'..=b'F' => c - b'A' + 10,
+            b' ' | b'\n' | b'\r' | b'\t' => continue,
+            _ => return None,
+        };
+        match hi.take() {
+            None => hi = Some(v),
+            Some(h) => out.push((h << 4) | v),
+        }
+        if out.len() as u64 == len {
+            break;
+        }
+    }
+    Some(out)
 }
 
 /// Applies an EXIF orientation (2..=8) to HWC pixels.
