@@ -236,6 +236,33 @@ def test_damaged_npy_is_a_typed_error(tmp_path: Path) -> None:
         dataio.read_numpy(str(tmp_path / "g.npy"))
 
 
+@pytest.mark.parametrize("mmap", [True, False])
+def test_every_damaged_npy_header_is_a_typed_error(tmp_path: Path, mmap: bool) -> None:
+    """Bytes of the header dict damaged one at a time (numpy's parser raises
+    SyntaxError, tokenize.TokenError, ValueError... on them): a typed error
+    naming the file, or an array when the damage left a valid header."""
+    rng = np.random.default_rng(5)
+    np.save(tmp_path / "a.npy", np.arange(24, dtype="<f4").reshape(2, 3, 4))
+    raw = (tmp_path / "a.npy").read_bytes()
+    header_end = 10 + int.from_bytes(raw[8:10], "little")
+    kinds: set[str] = set()
+    for i in range(300):
+        damaged = bytearray(raw)
+        for at in rng.integers(10, header_end, size=1 + i % 3):
+            damaged[at] = int(rng.choice([0, 0x22, 0x27, 0x28, 0x29, 0x2C, 0x7B, 0x7D, 0x5C, 0x0A, rng.integers(0, 256)]))
+        path = tmp_path / f"d{i}.npy"
+        path.write_bytes(bytes(damaged))
+        try:
+            got = dataio.read_numpy(str(path), mmap=mmap)
+        except CorruptDataError as e:
+            assert f"d{i}.npy" in str(e)
+            kinds.add(type(e.__cause__).__name__)
+        else:
+            assert isinstance(got, np.ndarray)
+    # The damage reached numpy's parser in more than one way.
+    assert len(kinds) >= 2, kinds
+
+
 # -- images --------------------------------------------------------------------
 
 

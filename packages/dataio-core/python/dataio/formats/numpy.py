@@ -8,6 +8,7 @@ file. Parsing is numpy's own, so every dtype numpy writes reads back.
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from typing import Any
 
 from .. import uri as _uri
@@ -18,22 +19,36 @@ __all__ = ["read_numpy"]
 
 
 def read_numpy(uri: str, *, mmap: bool = True) -> Any:
-    """An ``.npy`` file as an array, or an ``.npz`` file as a dict of arrays."""
+    """An ``.npy`` file as an array, or an ``.npz`` file as a dict of arrays.
+
+    A damaged file raises :class:`dataio.CorruptDataError` naming the URI,
+    whatever part is damaged (numpy's own header parser raises ``SyntaxError``,
+    ``tokenize.TokenError``, ``ValueError``, zip errors... on damaged bytes)."""
     import numpy as np
 
     local = _uri.local_path(uri)
-    try:
-        if local is not None and mmap and not uri.endswith(".npz"):
-            with open(local, "rb") as f:
-                magic = f.read(6)
-            if magic == b"\x93NUMPY":
-                return np.load(local, mmap_mode="c", allow_pickle=False)
-        data = read(uri)
-        if data[:2] == b"PK":
+    if local is not None and mmap and not uri.endswith(".npz"):
+        with open(local, "rb") as f:
+            magic = f.read(6)
+        if magic == b"\x93NUMPY":
+            return _parsed(uri, lambda: np.load(local, mmap_mode="c", allow_pickle=False))
+    data = read(uri)
+    if data[:2] == b"PK":
+
+        def npz() -> dict[str, Any]:
             with np.load(io.BytesIO(data), allow_pickle=False) as z:
                 return {k: z[k] for k in z.files}
-        return np.load(io.BytesIO(data), allow_pickle=False)
-    except (ValueError, EOFError, OSError) as e:
-        if isinstance(e, (FileNotFoundError, PermissionError, IsADirectoryError)) or getattr(e, "uri", None):
-            raise
-        raise CorruptDataError(f"{uri}: not a readable .npy/.npz file: {e}") from e
+
+        return _parsed(uri, npz)
+    return _parsed(uri, lambda: np.load(io.BytesIO(data), allow_pickle=False))
+
+
+def _parsed(uri: str, parse: Callable[[], Any]) -> Any:
+    """Runs numpy's parser on bytes already read: anything it raises but
+    running out of memory means the bytes are not a readable array."""
+    try:
+        return parse()
+    except MemoryError:
+        raise
+    except Exception as e:  # numpy's parser raises many kinds on damaged bytes
+        raise CorruptDataError(f"{uri}: not a readable .npy/.npz file: {type(e).__name__}: {e}") from e
