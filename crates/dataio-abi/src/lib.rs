@@ -156,6 +156,7 @@ pub struct BackendV1 {
 // SAFETY: the table is immutable after export and the plugin promises its
 // functions are callable from any thread.
 unsafe impl Send for BackendV1 {}
+// SAFETY: as for `Send` above: immutable after export, functions callable from any thread.
 unsafe impl Sync for BackendV1 {}
 
 /// Checks the handshake fields of a table.
@@ -410,22 +411,26 @@ unsafe fn imp<'a>(ctx: *mut c_void) -> &'a Exported {
 unsafe extern "C" fn x_head(ctx: *mut c_void, uri: Str, sink: MetaSink, user: *mut c_void, done: Completion) {
     // SAFETY: ABI contract: `uri` is valid for this call.
     let uri = unsafe { uri.as_str() }.to_string();
+    // SAFETY: `ctx` is the `Exported` that `export` made; it lives until `release`.
     guard(done, "head", || unsafe { imp(ctx) }.imp.head(uri, reply(done, SinkSlot { sink, user })));
 }
 unsafe extern "C" fn x_read_range(ctx: *mut c_void, uri: Str, offset: u64, size: u64, dst: *mut u8, done: Completion) {
     // SAFETY: ABI contract: `uri` is valid for this call.
     let uri = unsafe { uri.as_str() }.to_string();
     let dst = Dst { ptr: dst, len: size as usize };
+    // SAFETY: `ctx` is the `Exported` that `export` made; it lives until `release`.
     guard(done, "read_range", || unsafe { imp(ctx) }.imp.read_range(uri, offset, dst, reply(done, ())));
 }
 unsafe extern "C" fn x_read_all(ctx: *mut c_void, uri: Str, out: *mut OwnedBuf, done: Completion) {
     // SAFETY: ABI contract: `uri` is valid for this call.
     let uri = unsafe { uri.as_str() }.to_string();
+    // SAFETY: `ctx` is the `Exported` that `export` made; it lives until `release`.
     guard(done, "read_all", || unsafe { imp(ctx) }.imp.read_all(uri, reply(done, BufSlot(out))));
 }
 unsafe extern "C" fn x_writer_open(ctx: *mut c_void, uri: Str, out: *mut *mut c_void, done: Completion) {
     // SAFETY: ABI contract: `uri` is valid for this call.
     let uri = unsafe { uri.as_str() }.to_string();
+    // SAFETY: `ctx` is the `Exported` that `export` made; it lives until `release`.
     guard(done, "writer_open", || unsafe { imp(ctx) }.imp.writer_open(uri, reply(done, WriterSlot(out))));
 }
 unsafe extern "C" fn x_writer_write(
@@ -440,6 +445,7 @@ unsafe extern "C" fn x_writer_write(
     let handle = unsafe { &mut *(writer as *mut Box<dyn std::any::Any + Send>) };
     let mut wh = WriterHandle(std::mem::replace(handle, Box::new(())));
     let dst = Dst { ptr: data as *mut u8, len };
+    // SAFETY: `ctx` is the `Exported` that `export` made; it lives until `release`.
     guard(done, "writer_write", || unsafe { imp(ctx) }.imp.writer_write(&mut wh, dst, reply(done, ())));
     *handle = wh.0;
 }
@@ -453,12 +459,14 @@ unsafe extern "C" fn x_writer_commit(
     // SAFETY: ownership of the handle box comes back to us here, once.
     let handle = unsafe { Box::from_raw(writer as *mut Box<dyn std::any::Any + Send>) };
     guard(done, "writer_commit", || {
+        // SAFETY: `ctx` is the `Exported` that `export` made; it lives until `release`.
         unsafe { imp(ctx) }.imp.writer_commit(WriterHandle(*handle), reply(done, SinkSlot { sink, user }))
     });
 }
 unsafe extern "C" fn x_writer_abort(ctx: *mut c_void, writer: *mut c_void, done: Completion) {
     // SAFETY: ownership of the handle box comes back to us here, once.
     let handle = unsafe { Box::from_raw(writer as *mut Box<dyn std::any::Any + Send>) };
+    // SAFETY: `ctx` is the `Exported` that `export` made; it lives until `release`.
     guard(done, "writer_abort", || unsafe { imp(ctx) }.imp.writer_abort(WriterHandle(*handle), reply(done, ())));
 }
 unsafe extern "C" fn x_list(
@@ -471,16 +479,19 @@ unsafe extern "C" fn x_list(
 ) {
     // SAFETY: ABI contract: `prefix` is valid for this call.
     let prefix = unsafe { prefix.as_str() }.to_string();
+    // SAFETY: `ctx` is the `Exported` that `export` made; it lives until `release`.
     guard(done, "list", || unsafe { imp(ctx) }.imp.list(prefix, recursive != 0, reply(done, SinkSlot { sink, user })));
 }
 unsafe extern "C" fn x_exists(ctx: *mut c_void, uri: Str, out: *mut u8, done: Completion) {
     // SAFETY: ABI contract: `uri` is valid for this call.
     let uri = unsafe { uri.as_str() }.to_string();
+    // SAFETY: `ctx` is the `Exported` that `export` made; it lives until `release`.
     guard(done, "exists", || unsafe { imp(ctx) }.imp.exists(uri, reply(done, BoolSlot(out))));
 }
 unsafe extern "C" fn x_delete(ctx: *mut c_void, uri: Str, done: Completion) {
     // SAFETY: ABI contract: `uri` is valid for this call.
     let uri = unsafe { uri.as_str() }.to_string();
+    // SAFETY: `ctx` is the `Exported` that `export` made; it lives until `release`.
     guard(done, "delete", || unsafe { imp(ctx) }.imp.delete(uri, reply(done, ())));
 }
 unsafe extern "C" fn x_release(ctx: *mut c_void, table: *mut BackendV1) {

@@ -25,6 +25,7 @@ pub struct AbiBackend {
 // SAFETY: `check_table` verified the handshake; the ABI requires the plugin's
 // functions to be callable from any thread, and the table is never mutated.
 unsafe impl Send for AbiBackend {}
+// SAFETY: as for `Send` above: an immutable table of thread-safe functions.
 unsafe impl Sync for AbiBackend {}
 
 impl Drop for AbiBackend {
@@ -163,6 +164,7 @@ impl ObjectWriter for AbiWriter {
             start(data, |s, done| {
                 // SAFETY: `s` points at the Bytes kept alive until completion.
                 let d = unsafe { &*s };
+                // SAFETY: the ABI call (dataio-abi's contract): `handle` is the plugin's open writer and `d` stays alive in the pending state until `done` runs.
                 unsafe { f(ctx, handle, d.as_ptr(), d.len(), done) }
             })
         };
@@ -173,6 +175,7 @@ impl ObjectWriter for AbiWriter {
         let rx = {
             let t = self.backend.t();
             let (ctx, f, handle) = (t.ctx, t.writer_commit, self.handle);
+            // SAFETY: the ABI call (dataio-abi's contract): `handle` is the open writer, handed back once; `s` (a metadata Vec) lives in the pending state until `done` runs.
             start(Vec::<ObjectMeta>::new(), |s, done| unsafe { f(ctx, handle, collect_meta, s as *mut c_void, done) })
         };
         let (code, msg, state) = finish(rx).await;
@@ -190,6 +193,7 @@ impl ObjectWriter for AbiWriter {
         let rx = {
             let t = self.backend.t();
             let (ctx, f, handle) = (t.ctx, t.writer_abort, self.handle);
+            // SAFETY: the ABI call (dataio-abi's contract): `handle` is the open writer, handed back once.
             start((), |_, done| unsafe { f(ctx, handle, done) })
         };
         let (code, msg, _) = finish(rx).await;
@@ -219,6 +223,7 @@ impl Backend for AbiBackendRef {
         let rx = {
             let t = self.0.t();
             let (ctx, f) = (t.ctx, t.head);
+            // SAFETY: the ABI call (dataio-abi's contract): `uri` is borrowed for the call only; `s` lives in the pending state until `done` runs.
             start(Vec::<ObjectMeta>::new(), |s, done| unsafe {
                 f(ctx, Str::new(uri), collect_meta, s as *mut c_void, done)
             })
@@ -238,6 +243,7 @@ impl Backend for AbiBackendRef {
             start(vec![0u8; size as usize], |s, done| {
                 // SAFETY: the Vec lives in the pending state until completion.
                 let ptr = unsafe { (*s).as_mut_ptr() };
+                // SAFETY: the ABI call (dataio-abi's contract): `ptr` addresses the `size` bytes of the Vec kept in the pending state until `done` runs.
                 unsafe { f(ctx, Str::new(uri), offset, size, ptr, done) }
             })
         };
@@ -262,6 +268,7 @@ impl Backend for AbiBackendRef {
             let t = self.0.t();
             let (ctx, f) = (t.ctx, t.read_range);
             let ptr = dst.as_mut_ptr();
+            // SAFETY: the ABI call (dataio-abi's contract): `ptr..ptr+len` is `dst`, which outlives the plugin's writes (if this future is dropped, `DoneGate` waits for completion).
             start(Flag(gate), |_, done| unsafe { f(ctx, Str::new(uri), offset, len as u64, ptr, done) })
         };
         let (code, msg, _) = finish(rx).await;
@@ -293,6 +300,7 @@ impl Backend for AbiBackendRef {
                 }
             }
             let empty = Owned(OwnedBuf { ptr: std::ptr::null(), len: 0, owner: std::ptr::null_mut(), release: None });
+            // SAFETY: the ABI call (dataio-abi's contract): the OwnedBuf slot `s` lives in the pending state until `done` runs; the plugin fills it once.
             start(empty, |s, done| unsafe { f(ctx, Str::new(uri), &mut (*s).0, done) })
         };
         let (code, msg, state) = finish(rx).await;
@@ -306,6 +314,7 @@ impl Backend for AbiBackendRef {
             struct H(*mut c_void);
             // SAFETY: an opaque handle, only dereferenced by the plugin.
             unsafe impl Send for H {}
+            // SAFETY: the ABI call (dataio-abi's contract): the handle slot `s` lives in the pending state until `done` runs.
             start(H(std::ptr::null_mut()), |s, done| unsafe { f(ctx, Str::new(uri), &mut (*s).0, done) })
         };
         let (code, msg, state) = finish(rx).await;
@@ -324,6 +333,7 @@ impl Backend for AbiBackendRef {
         let rx = {
             let t = self.0.t();
             let (ctx, f) = (t.ctx, t.list);
+            // SAFETY: the ABI call (dataio-abi's contract): `prefix` is borrowed for the call only; `s` lives in the pending state until `done` runs.
             start(Vec::<ObjectMeta>::new(), |s, done| unsafe {
                 f(ctx, Str::new(prefix), recursive as u8, collect_meta, s as *mut c_void, done)
             })
@@ -336,6 +346,7 @@ impl Backend for AbiBackendRef {
         let rx = {
             let t = self.0.t();
             let (ctx, f) = (t.ctx, t.exists);
+            // SAFETY: the ABI call (dataio-abi's contract): `s` (one byte) lives in the pending state until `done` runs.
             start(0u8, |s, done| unsafe { f(ctx, Str::new(uri), s, done) })
         };
         let (code, msg, state) = finish(rx).await;
@@ -346,6 +357,7 @@ impl Backend for AbiBackendRef {
         let rx = {
             let t = self.0.t();
             let (ctx, f) = (t.ctx, t.delete);
+            // SAFETY: the ABI call (dataio-abi's contract): `uri` is borrowed for the call only.
             start((), |_, done| unsafe { f(ctx, Str::new(uri), done) })
         };
         let (code, msg, _) = finish(rx).await;

@@ -78,6 +78,7 @@ fn library_version(name: &str, lib: &libloading::Library) -> Option<String> {
         "libfabric" => {
             // SAFETY: `fi_version` is a documented exported function taking no arguments.
             let f: libloading::Symbol<unsafe extern "C" fn() -> u32> = unsafe { lib.get(b"fi_version\0") }.ok()?;
+            // SAFETY: `f` is `fi_version`, loaded from the library `lib` keeps mapped.
             let v = unsafe { f() };
             Some(format!("{}.{}", v >> 16, v & 0xffff))
         }
@@ -86,6 +87,7 @@ fn library_version(name: &str, lib: &libloading::Library) -> Option<String> {
             let f: libloading::Symbol<unsafe extern "C" fn(*mut i32) -> i32> =
                 unsafe { lib.get(b"cuDriverGetVersion\0") }.ok()?;
             let mut v = 0i32;
+            // SAFETY: `f` is cuDriverGetVersion; `v` is a live i32 it writes.
             if unsafe { f(&mut v) } != 0 {
                 return None;
             }

@@ -128,6 +128,7 @@ pub struct AlignedBuf {
 // SAFETY: AlignedBuf owns its allocation exclusively; writers coordinate
 // through disjoint row ranges (see `exec::batch`), readers only read.
 unsafe impl Send for AlignedBuf {}
+// SAFETY: as for `Send` above: shared access only reads, or writes disjoint rows.
 unsafe impl Sync for AlignedBuf {}
 
 const ALIGN: usize = 64;

@@ -186,8 +186,10 @@ mod tests {
         let table = dataio_abi::export(MemExport::default());
         // SAFETY: we own the fresh table; we restore the version before releasing it.
         unsafe { (*table).abi_version = 99 };
+        // SAFETY: a table `export` made; refused, so not taken over.
         let err = unsafe { AbiBackend::from_raw(table) }.err().unwrap();
         assert!(err.to_string().contains("ABI version 99"), "{err}");
+        // SAFETY: still ours: restored to the right version, then handed over once.
         unsafe {
             (*table).abi_version = dataio_abi::ABI_VERSION;
             drop(AbiBackend::from_raw(table).unwrap());

@@ -78,6 +78,7 @@ fn load() -> std::result::Result<Library, String> {
         if rc == 0 {
             // SAFETY: the shim returns static or library-owned strings.
             let path = unsafe { cstr(ffi::dio_loaded_path()) };
+            // SAFETY: a libfabric was loaded (rc == 0): the shim returns its version.
             let runtime_version = unsafe { ffi::dio_runtime_version() };
             let api_version = consts.header_version.min(runtime_version);
             if api_version < MIN_API {
@@ -92,6 +93,7 @@ fn load() -> std::result::Result<Library, String> {
                 runtime_version,
                 header_version: consts.header_version,
                 api_version,
+                // SAFETY: as above: a query of the loaded library.
                 symbols_versioned: unsafe { ffi::dio_symbols_versioned() } != 0,
                 consts,
             });

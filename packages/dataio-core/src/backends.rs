@@ -68,6 +68,7 @@ pub fn adopt(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Arc<dyn Backend
 }
 
 fn adopt_capsule(py: Python<'_>, capsule: &Bound<'_, PyCapsule>) -> PyResult<Arc<dyn Backend>> {
+    // SAFETY: the capsule's name pointer is a NUL-terminated string owned by the live capsule.
     let name = capsule.name()?.map(|n| unsafe { n.as_cstr() }.to_string_lossy().into_owned()).unwrap_or_default();
     if name.as_bytes() != dataio_abi::CAPSULE_NAME.to_bytes() {
         return Err(pyo3::exceptions::PyTypeError::new_err(format!(

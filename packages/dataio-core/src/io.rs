@@ -166,6 +166,7 @@ pub fn read_ranges<'py>(
             let ptr = pyo3::ffi::PyBytes_FromStringAndSize(std::ptr::null(), len);
             Bound::from_owned_ptr_or_err(py, ptr)?.cast_into_unchecked::<PyBytes>()
         };
+        // SAFETY: `obj` is the fresh bytes object just made; its buffer lives as long as it does (kept in `outs`).
         let data = unsafe { pyo3::ffi::PyBytes_AsString(obj.as_ptr()) } as usize;
         spans.push((o, data, n as usize));
         outs.push(obj);
@@ -442,6 +443,7 @@ impl Reader {
         // which `__exit__` may clear). To stay valid even then, each view owns
         // a boxed clone of the Bytes handle in `internal`, freed on release.
         let holder = Box::into_raw(Box::new(data));
+        // SAFETY: `view` is the Py_buffer Python passed in; `holder` stays alive until __releasebuffer__ frees it.
         let rc = unsafe {
             pyo3::ffi::PyBuffer_FillInfo(
                 view,
@@ -453,9 +455,11 @@ impl Reader {
             )
         };
         if rc != 0 {
+            // SAFETY: the fill failed, so nothing else took `holder`: it is freed once, here.
             drop(unsafe { Box::from_raw(holder) });
             return Err(PyErr::fetch(slf.py()));
         }
+        // SAFETY: `view` was filled above; `internal` is ours to set.
         unsafe { (*view).internal = holder as *mut _ };
         Ok(())
     }
@@ -464,6 +468,7 @@ impl Reader {
         // SAFETY: `internal` is the Box<Bytes> made in __getbuffer__.
         let holder = unsafe { (*view).internal } as *mut Bytes;
         if !holder.is_null() {
+            // SAFETY: `holder` is the Box<Bytes> made in __getbuffer__, freed once (the view's last release).
             drop(unsafe { Box::from_raw(holder) });
         }
     }

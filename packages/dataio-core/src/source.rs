@@ -25,6 +25,7 @@ struct PyBytesOwner {
 // object, which we hold; Py<T> may be dropped from any thread (pyo3 defers
 // the decref until it holds the GIL).
 unsafe impl Send for PyBytesOwner {}
+// SAFETY: as for `Send` above: the buffer is immutable.
 unsafe impl Sync for PyBytesOwner {}
 
 impl AsRef<[u8]> for PyBytesOwner {

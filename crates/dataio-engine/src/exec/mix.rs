@@ -103,8 +103,11 @@ pub struct MixOrder {
     /// Draws per mixed epoch.
     len: u64,
     /// Shard sources' orders by (source, source epoch).
-    orders: Arc<Mutex<HashMap<(usize, u64), Arc<ShardOrder>>>>,
+    orders: Orders,
 }
+
+/// Shard orders made so far, by (source, source epoch).
+type Orders = Arc<Mutex<HashMap<(usize, u64), Arc<ShardOrder>>>>;
 
 impl MixOrder {
     pub fn new(spec: MixSpec, seed: Option<u64>, epoch: u64) -> Result<MixOrder> {

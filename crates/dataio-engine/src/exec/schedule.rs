@@ -98,7 +98,7 @@ impl ShardOrder {
             n += c;
         }
         let order: Vec<u32> = if shards > 0 {
-            let p = Permutation::new(shards as u64, key(&[seed, 0x5348_4152_44]), epoch);
+            let p = Permutation::new(shards as u64, key(&[seed, 0x0053_4841_5244]), epoch);
             (0..shards as u64).map(|k| p.apply(k) as u32).collect()
         } else {
             Vec::new()

@@ -427,6 +427,7 @@ mod tests {
                 let (mut da, mut db) = (vec![0f32; n], vec![0f32; n]);
                 // SAFETY: viewing f32 vecs as bytes for the test.
                 let ba = unsafe { std::slice::from_raw_parts_mut(da.as_mut_ptr() as *mut u8, n * 4) };
+                // SAFETY: as above, for the second vec.
                 let bb = unsafe { std::slice::from_raw_parts_mut(db.as_mut_ptr() as *mut u8, n * 4) };
                 f.write(&a, hf, vf, ba).unwrap();
                 f.write_rgbx(&b, hf, vf, bb).unwrap();

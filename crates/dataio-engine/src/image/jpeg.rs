@@ -158,7 +158,9 @@ impl Session {
         // error manager is installed before jpeg_create_decompress, both
         // live in boxes that outlive the session (dropped with it).
         let mut err: Box<jpeg_error_mgr> = Box::new(unsafe { std::mem::zeroed() });
+        // SAFETY: as above: a zeroed decompress struct is its documented starting state.
         let mut cinfo: Box<jpeg_decompress_struct> = Box::new(unsafe { std::mem::zeroed() });
+        // SAFETY: `err` and `cinfo` are live boxes owned by the session; the error manager is set before jpeg_create_decompress.
         unsafe {
             jpeg_std_error(&mut err);
             err.error_exit = Some(error_exit);

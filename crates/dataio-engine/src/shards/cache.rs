@@ -216,7 +216,7 @@ impl ShardCache {
     fn make_room(&self, need: u64) -> Result<bool> {
         let mut entries = self.entries()?;
         let mut used: u64 = entries.iter().map(|e| e.1).sum();
-        entries.sort_by(|a, b| a.2.cmp(&b.2));
+        entries.sort_by_key(|e| e.2);
         for (victim, size, _) in entries {
             if used + need <= self.budget {
                 break;
