@@ -276,6 +276,27 @@ impl Client {
                 self.server
             )));
         }
+        // SAFETY: forwarded from the caller.
+        unsafe { self.transfer_unchecked(op, ptr, len, mem, offset) }
+    }
+
+    /// [`Client::transfer`] without its client-side checks of the range
+    /// against the region and of the region's access rights: it posts what a
+    /// client that does not check would send. It exists for the hostile-peer
+    /// tests (`tests/hostile_peer.rs`), which show that the server's provider
+    /// refuses such requests on its own; use [`Client::transfer`].
+    ///
+    /// # Safety
+    /// As for [`Client::transfer`].
+    #[doc(hidden)]
+    pub unsafe fn transfer_unchecked(
+        &self,
+        op: Op,
+        ptr: *mut u8,
+        len: usize,
+        mem: Memory,
+        offset: u64,
+    ) -> Result<Transferred> {
         if let Memory::Cuda(_) = mem {
             if !self.opts.cuda {
                 return Err(Error::InvalidArgument("a CUDA buffer needs a client connected with cuda=True".into()));
@@ -354,9 +375,9 @@ impl Client {
                 // The server's base comes off the wire: wrap rather than
                 // panic; its provider checks the address against the key.
                 let raddr = self.offer.base.wrapping_add(offset).wrapping_add(off as u64);
+                let remote = Remote { peer: conn.peer, addr: raddr, key: self.offer.key };
                 // SAFETY: `slot` is free, so its context is not in use; the
                 // chunk lies inside the registered buffer.
-                let remote = Remote { peer: conn.peer, addr: raddr, key: self.offer.key };
                 let rc = unsafe { ep.post(op, ptr.add(off), n, mr, remote, ctx_base.add(slot).cast()) };
                 if rc == 0 {
                     free.pop();
@@ -369,7 +390,7 @@ impl Client {
                     return Err(Error::Fabric(format!(
                         "rdma {}: posting {n} bytes at remote offset {} failed: {} ({rc})",
                         op_name(op),
-                        offset + off as u64,
+                        offset.wrapping_add(off as u64),
                         fabric::strerror(rc)
                     )));
                 }
@@ -418,7 +439,7 @@ impl Client {
                     let what = format!(
                         "rdma {} of remote bytes [{offset}, {}) from {}",
                         op_name(op),
-                        offset + len as u64,
+                        offset.wrapping_add(len as u64),
                         self.server
                     );
                     return Err(if gone {
