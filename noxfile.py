@@ -235,16 +235,23 @@ def fuzz(session: nox.Session) -> None:
 MEMCHECK_CRATES = ["dataio-abi", "dataio-engine", "dataio-rdma"]
 
 
-@nox.session(venv_backend="none")
+@nox.session(python=PYTHON)
 def memcheck(session: nox.Session) -> None:
-    """The Rust tests of the crates with `unsafe` under valgrind memcheck; any error fails.
+    """The unsafe code under valgrind memcheck; any error in dataio's code fails.
 
-    `nox -s memcheck -- FILTER` passes FILTER to every test binary."""
+    First the Rust tests of MEMCHECK_CRATES (every error counts; the
+    suppressions in crates/valgrind.supp say why each is not ours), then
+    tests/memcheck/binding.py in Python (`PYTHONMALLOC=malloc`) for the
+    binding's buffers, DLPack and IO: there an error counts when a frame of
+    its stack is dataio's (CPython's finalizer and ld.so report their own,
+    which are printed but not ours to fix). `nox -s memcheck -- FILTER`
+    passes FILTER to every Rust test binary and skips the Python part."""
     ensure_system_packages(session, {"valgrind": "valgrind"})
+    env = {**os.environ, "CARGO_TARGET_DIR": str(ROOT / "target")}
     build = subprocess.run(
         ["cargo", "test", "--no-run", "--profile", CARGO_PROFILE, "--message-format=json",
          *(arg for c in MEMCHECK_CRATES for arg in ("-p", c))],
-        cwd=ROOT, check=True, capture_output=True, text=True, env={**os.environ, "CARGO_TARGET_DIR": str(ROOT / "target")},
+        cwd=ROOT, check=True, stdout=subprocess.PIPE, text=True, env=env,
     )
     binaries = []
     for line in build.stdout.splitlines():
@@ -261,6 +268,24 @@ def memcheck(session: nox.Session) -> None:
             "--errors-for-leak-kinds=definite", f"--suppressions={supp}", "--fair-sched=yes", exe,
             "--test-threads=2", *session.posargs, external=True, env={"DATAIO_UNDER_VALGRIND": "1"},
         )
+    if session.posargs:
+        return
+    ensure_system_packages(session)
+    session.install("--group", f"{CORE / 'pyproject.toml'}:memcheck")
+    session.run("maturin", "develop", "--uv", "--profile", CARGO_PROFILE, "-m", str(CORE / "Cargo.toml"), env=env)
+    python = Path(session.virtualenv.location) / "bin" / "python"
+    session.log("valgrind: the binding (tests/memcheck/binding.py)")
+    proc = subprocess.run(
+        ["valgrind", "--quiet", "--leak-check=no", "--num-callers=30", str(python), str(ROOT / "tests" / "memcheck" / "binding.py")],
+        cwd=ROOT, capture_output=True, text=True, env={**os.environ, "PYTHONMALLOC": "malloc"},
+    )
+    blocks = re.split(r"\n==\d+== \n", proc.stderr)
+    errors = [b for b in blocks if re.search(r"^==\d+== [A-Z]", b, re.M)]
+    ours = [b for b in errors if re.search(r"dataio|_native", b)]
+    session.log(f"binding: {len(errors)} valgrind reports, {len(ours)} with a frame in dataio")
+    if proc.returncode != 0 or "ok" not in proc.stdout.split() or ours:
+        print(proc.stdout[-2000:], "\n\n".join(ours)[:20000] or proc.stderr[-4000:])
+        session.error("the binding's memcheck failed")
 
 
 @nox.session(python=PYTHON)
