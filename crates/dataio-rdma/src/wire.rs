@@ -138,8 +138,11 @@ impl<R: Read> In<'_, R> {
         self.0.read_exact(&mut v).map_err(|e| Error::from_io(self.1, e))?;
         Ok(v)
     }
+    /// UTF-8 only: a lossy decode would grow invalid bytes into U+FFFD
+    /// (3 bytes each) past the field's limit (found by the `wire` fuzz target).
     fn text(&mut self, max: usize, what: &str) -> Result<String> {
-        Ok(String::from_utf8_lossy(&self.bytes(max, what)?).into_owned())
+        String::from_utf8(self.bytes(max, what)?)
+            .map_err(|_| Error::Protocol(format!("{}: the {what} is not UTF-8", self.1)))
     }
 }
 
@@ -171,9 +174,12 @@ pub fn write_server_hello(w: &mut impl Write, hello: &ServerHello) -> Result<()>
         }
         ServerHello::Refused(status, msg) => {
             o.u8(*status as u8);
-            let mut m = msg.as_bytes();
-            m = &m[..m.len().min(MAX_TEXT)];
-            o.bytes(m, MAX_TEXT)?;
+            // Cut at a character boundary, so the message stays UTF-8.
+            let mut end = msg.len().min(MAX_TEXT);
+            while !msg.is_char_boundary(end) {
+                end -= 1;
+            }
+            o.bytes(&msg.as_bytes()[..end], MAX_TEXT)?;
         }
     }
     w.write_all(&o.0).map_err(|e| Error::from_io("sending the server's handshake", e))
@@ -244,6 +250,29 @@ mod tests {
         let mut short = MAGIC.to_vec();
         short.push(VERSION);
         assert!(matches!(read_client_hello(&mut short.as_slice()), Err(Error::Disconnected(_))));
+    }
+
+    #[test]
+    fn text_fields_are_utf8_and_long_messages_are_cut_at_a_character() {
+        // Found by the `wire` fuzz target: a provider name of invalid bytes
+        // decoded lossily grew past its limit, and could not be written back.
+        let mut buf = MAGIC.to_vec();
+        buf.push(VERSION);
+        buf.push(Status::Ok as u8);
+        buf.extend_from_slice(&(1000u16).to_le_bytes());
+        buf.extend(std::iter::repeat_n(0xffu8, 1000));
+        let e = read_server_hello(&mut buf.as_slice()).unwrap_err();
+        assert!(matches!(&e, Error::Protocol(m) if m.contains("provider name is not UTF-8")), "{e:?}");
+
+        let long = "é".repeat(MAX_TEXT); // 2 bytes each
+        let mut buf = Vec::new();
+        write_server_hello(&mut buf, &ServerHello::Refused(Status::Denied, format!("x{long}"))).unwrap();
+        match read_server_hello(&mut buf.as_slice()).unwrap() {
+            ServerHello::Refused(Status::Denied, m) => {
+                assert!(m.len() <= MAX_TEXT && m.len() >= MAX_TEXT - 1 && m.starts_with("xé"), "{}", m.len())
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
