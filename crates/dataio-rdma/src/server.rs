@@ -34,7 +34,8 @@ pub struct ServeOptions {
     pub token: Option<Vec<u8>>,
     /// Exact libfabric provider name; None: FI_PROVIDER and the ranking.
     pub provider: Option<String>,
-    /// Handshake read/write timeout.
+    /// Handshake read/write timeout; the whole client hello must also
+    /// arrive within it (a peer dripping a byte at a time is cut off).
     pub timeout: Duration,
     pub max_clients: usize,
 }
@@ -297,6 +298,23 @@ fn accept_loop(listener: TcpListener, shared: Arc<Shared>, ctx: Arc<ConnContext>
     }
 }
 
+/// Reads from `stream` until `deadline`, then fails with `TimedOut`.
+struct Deadline<'a> {
+    stream: &'a TcpStream,
+    deadline: std::time::Instant,
+}
+
+impl std::io::Read for Deadline<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let left = self.deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "the handshake took too long"));
+        }
+        self.stream.set_read_timeout(Some(left))?;
+        (&*self.stream).read(buf)
+    }
+}
+
 /// One running handshake; counted down when dropped.
 struct Handshake(Arc<Shared>);
 
@@ -311,7 +329,10 @@ fn serve_connection(mut stream: TcpStream, shared: Arc<Shared>, ctx: Arc<ConnCon
     let _ = stream.set_read_timeout(Some(ctx.timeout));
     let _ = stream.set_write_timeout(Some(ctx.timeout));
     let _ = stream.set_nodelay(true);
-    let Ok(token) = wire::read_client_hello(&mut stream) else { return };
+    // The hello within one deadline, not a timeout per read: a peer that
+    // drips a byte now and then cannot hold a handshake slot for long.
+    let deadline = std::time::Instant::now() + ctx.timeout;
+    let Ok(token) = wire::read_client_hello(&mut Deadline { stream: &stream, deadline }) else { return };
     if let Some(expected) = &ctx.token {
         if !wire::tokens_match(expected, &token) {
             let why = if token.is_empty() { "this server requires a token" } else { "wrong token" };

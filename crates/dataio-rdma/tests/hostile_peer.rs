@@ -643,6 +643,21 @@ fn garbage_handshakes_are_refused_or_dropped() {
         let (cut, answer) = t.join().unwrap();
         assert_dropped(answer, &format!("silent after {cut} bytes"));
     }
+    // A valid hello dripped a byte every 300 ms: each read comes well within
+    // the timeout, but the whole hello does not; the server cuts it off
+    // (a per-read timeout alone would let 64 drippers hold every handshake
+    // slot for hours).
+    {
+        let mut s = TcpStream::connect_timeout(&addr, PATIENCE).unwrap();
+        s.set_read_timeout(Some(PATIENCE)).unwrap();
+        for b in &valid {
+            if s.write_all(std::slice::from_ref(b)).is_err() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        assert_dropped(read_answer(&mut s), "a hello dripped a byte at a time");
+    }
     // A valid hello whose sender stops reading, and one followed by garbage
     // on the control channel: the offer, then the server just waits.
     {
