@@ -55,10 +55,16 @@ impl Default for ServeOptions {
 /// Handshakes running at once; more connections are closed at once (a flood
 /// of silent strangers cannot pin a thread each for the whole timeout).
 const MAX_HANDSHAKES: usize = 64;
+/// Handshakes running at once from one address: half the slots, so a host
+/// flooding silent connections leaves the other half to the others, while
+/// one host's ranks may still all connect at once.
+const MAX_HANDSHAKES_PER_PEER: usize = MAX_HANDSHAKES / 2;
 
 struct Shared {
     stop: AtomicBool,
     handshakes: AtomicUsize,
+    /// Running handshakes by peer address.
+    per_peer: Mutex<HashMap<std::net::IpAddr, usize>>,
     conns: Mutex<HashMap<u64, TcpStream>>,
     next_id: AtomicU64,
 }
@@ -125,6 +131,7 @@ impl Server {
         let shared = Arc::new(Shared {
             stop: AtomicBool::new(false),
             handshakes: AtomicUsize::new(0),
+            per_peer: Mutex::new(HashMap::new()),
             conns: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(0),
         });
@@ -282,13 +289,22 @@ fn accept_loop(listener: TcpListener, shared: Arc<Shared>, ctx: Arc<ConnContext>
         if ready <= 0 {
             continue;
         }
-        let Ok((stream, _peer)) = listener.accept() else { continue };
-        if shared.handshakes.fetch_add(1, Ordering::SeqCst) >= MAX_HANDSHAKES {
-            shared.handshakes.fetch_sub(1, Ordering::SeqCst);
-            drop(stream);
-            continue;
+        let Ok((stream, peer)) = listener.accept() else { continue };
+        let ip = peer.ip();
+        {
+            let Ok(mut per_peer) = shared.per_peer.lock() else { continue };
+            let mine = per_peer.entry(ip).or_insert(0);
+            if *mine >= MAX_HANDSHAKES_PER_PEER || shared.handshakes.load(Ordering::SeqCst) >= MAX_HANDSHAKES {
+                if *mine == 0 {
+                    per_peer.remove(&ip);
+                }
+                drop(stream);
+                continue;
+            }
+            *mine += 1;
+            shared.handshakes.fetch_add(1, Ordering::SeqCst);
         }
-        let handshake = Handshake(Arc::clone(&shared));
+        let handshake = Handshake(Arc::clone(&shared), ip);
         let (conn_shared, conn_ctx) = (Arc::clone(&shared), Arc::clone(&ctx));
         // Out of threads: the closure is dropped, and with it the stream (the
         // client sees the connection closed) and the handshake count.
@@ -315,11 +331,19 @@ impl std::io::Read for Deadline<'_> {
     }
 }
 
-/// One running handshake; counted down when dropped.
-struct Handshake(Arc<Shared>);
+/// One running handshake from a peer; counted down when dropped.
+struct Handshake(Arc<Shared>, std::net::IpAddr);
 
 impl Drop for Handshake {
     fn drop(&mut self) {
+        if let Ok(mut per_peer) = self.0.per_peer.lock() {
+            if let Some(n) = per_peer.get_mut(&self.1) {
+                *n -= 1;
+                if *n == 0 {
+                    per_peer.remove(&self.1);
+                }
+            }
+        }
         self.0.handshakes.fetch_sub(1, Ordering::SeqCst);
     }
 }

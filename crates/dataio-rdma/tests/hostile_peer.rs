@@ -570,6 +570,51 @@ fn assert_offer(answer: Answer, what: &str) {
     assert!(matches!(answer, Answer::Hello(ServerHello::Ok(_))), "{what}: {answer:?}");
 }
 
+/// A TCP connection to `to` from the local address `from` (another
+/// loopback address stands for another host).
+fn connect_from(from: std::net::Ipv4Addr, to: SocketAddr) -> TcpStream {
+    use std::os::fd::FromRawFd;
+    let SocketAddr::V4(to) = to else { panic!("the server listens on IPv4 here") };
+    let sa = |ip: std::net::Ipv4Addr, port: u16| libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr { s_addr: u32::from(ip).to_be() },
+        sin_zero: [0; 8],
+    };
+    let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    // SAFETY: plain socket calls on a descriptor this function owns, with
+    // sockaddr_in values that live across each call.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
+        let local = sa(from, 0);
+        assert_eq!(libc::bind(fd, (&local as *const libc::sockaddr_in).cast(), len), 0, "bind {from}");
+        let remote = sa(*to.ip(), to.port());
+        assert_eq!(libc::connect(fd, (&remote as *const libc::sockaddr_in).cast(), len), 0, "connect to {to}");
+        TcpStream::from_raw_fd(fd)
+    }
+}
+
+#[test]
+fn a_flood_of_silent_connections_from_one_host_does_not_lock_out_another() {
+    if !hostile_run() {
+        return;
+    }
+    let mut server = ServerProc::spawn();
+    let addr = server.anon;
+    // 100 silent connections from 127.0.0.2 (more than the 64 handshakes the
+    // server runs at once), held open while 127.0.0.1 says hello.
+    let flood: Vec<TcpStream> = (0..100).map(|_| connect_from(std::net::Ipv4Addr::new(127, 0, 0, 2), addr)).collect();
+    std::thread::sleep(Duration::from_millis(200));
+    for i in 0..3 {
+        assert_offer(exchange(addr, &hello(TOKEN), false), &format!("hello {i} from another host during a flood"));
+    }
+    drop(flood);
+    server.assert_alive("a flood from one host");
+    well_behaved(&mut server, "a flood from one host");
+    server.stop();
+}
+
 #[test]
 fn garbage_handshakes_are_refused_or_dropped() {
     if !hostile_run() {
