@@ -161,6 +161,11 @@ FUZZ_RUSTFLAGS = " ".join([
     "-Coverflow-checks",
 ])
 FUZZ_DIR = ROOT / "target" / "fuzz"
+# C code in the fuzz builds (libjpeg-turbo above all) is compiled by clang with
+# libFuzzer's coverage instrumentation, so the JPEG target is guided through
+# libjpeg-turbo too (gcc has no flags for libFuzzer's counters).
+FUZZ_SYSTEM_PACKAGES = {"clang": "clang"}
+FUZZ_CFLAGS = "-fsanitize-coverage=inline-8bit-counters,pc-table,trace-cmp -g1"
 
 
 def host_triple() -> str:
@@ -184,9 +189,15 @@ def fuzz(session: nox.Session) -> None:
     """
     seconds = int(session.posargs[0]) if session.posargs else 60
     only = set(session.posargs[1:])
-    ensure_system_packages(session)
+    ensure_system_packages(session, FUZZ_SYSTEM_PACKAGES)
     triple = host_triple()
-    env = {"RUSTFLAGS": FUZZ_RUSTFLAGS, "CARGO_TARGET_DIR": str(ROOT / "target")}
+    cc_triple = triple.replace("-", "_")
+    env = {
+        "RUSTFLAGS": FUZZ_RUSTFLAGS,
+        "CARGO_TARGET_DIR": str(ROOT / "target"),
+        f"CC_{cc_triple}": "clang",
+        f"CFLAGS_{cc_triple}": FUZZ_CFLAGS,
+    }
     chosen = [(c, t) for c, t in fuzz_targets() if not only or t in only]
     for crate in sorted({c for c, _ in chosen}):
         session.run(
