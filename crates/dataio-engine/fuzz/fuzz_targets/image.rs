@@ -41,6 +41,13 @@ fuzz_target!(|data: &[u8]| {
     let slot = &plan.slots[0];
     let record = Record::new(vec![]);
     let key = SampleKey { seed: 7, epoch: 0, index: (pick >> 2) as u64, slot: 0 };
-    let out = run_slot(slot, SlotInput::Data(Bytes::copy_from_slice(file)), &record, key, None, Dest { row: None, expect_shape: None });
+    let out = run_slot(
+        slot,
+        SlotInput::Data(Bytes::copy_from_slice(file)),
+        &record,
+        key,
+        None,
+        Dest { row: None, expect_shape: None },
+    );
     common::checked(out);
 });

@@ -21,7 +21,12 @@ fuzz_target!(|data: &[u8]| {
             let y = (p[3] as u32) % (hh + 2);
             (x, y, 1 + (p[3] as u32 >> 3) % (w + 1), 1 + (p[2] as u32 >> 4) % (hh + 1))
         });
-        Ok(DecodePlan { scale_num, roi, rgbx: p[0] & 0x10 != 0 && mode == Mode::Rgb, fancy_upsampling: p[0] & 0x20 != 0 })
+        Ok(DecodePlan {
+            scale_num,
+            roi,
+            rgbx: p[0] & 0x10 != 0 && mode == Mode::Rgb,
+            fancy_upsampling: p[0] & 0x20 != 0,
+        })
     });
     if let Some((_, d)) = common::checked(out) {
         assert_eq!(d.data.len(), d.width as usize * d.height as usize * d.channels as usize, "output size");

@@ -1,8 +1,8 @@
 //! TFRecord framing (lengths, masked CRCs) and `tf.train.Example` parsing.
 #![no_main]
 mod common;
-use libfuzzer_sys::fuzz_target;
 use dataio_engine::formats::tfrecord::{parse_example, split_records};
+use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     // The first byte chooses whether CRCs are checked (with them, mutations
