@@ -410,10 +410,13 @@ impl Resizer {
                 if P::components_is_u8() {
                     // For u8-based images, it is faster to do the vertical pass first
                     // instead of the horizontal.
-                    let x_first = horiz_coeffs.bounds[0].start;
-                    // Last used col in the source image
-                    let last_x_bound = horiz_coeffs.bounds.last().unwrap();
-                    let x_last = last_x_bound.start + last_x_bound.size;
+                    // dataio patch: the first and last used columns of the
+                    // source are the min/max over every bound, not the first
+                    // and last bound (zero-trimming in
+                    // `precompute_coefficients` can make the last bound end
+                    // before the one before it; the temporary image was then
+                    // a column short and the horizontal pass read past it).
+                    let (x_first, x_last) = used_span(&horiz_coeffs.bounds);
                     let temp_width = x_last - x_first;
                     let mut temp_image = get_temp_image_from_buffer(
                         &mut self.convolution_buffer,
@@ -443,10 +446,8 @@ impl Resizer {
                         self.cpu_extensions,
                     );
                 } else {
-                    let y_first = vert_coeffs.bounds[0].start;
-                    // Last used row in the source image
-                    let last_y_bound = vert_coeffs.bounds.last().unwrap();
-                    let y_last = last_y_bound.start + last_y_bound.size;
+                    // dataio patch: as for `x_first`/`x_last` above.
+                    let (y_first, y_last) = used_span(&vert_coeffs.bounds);
                     let temp_height = y_last - y_first;
                     let mut temp_image = get_temp_image_from_buffer(
                         &mut self.convolution_buffer,
@@ -642,4 +643,13 @@ fn iter_cropped_rows<'a, S: ImageView>(
     let first_col = crop_box.left.max(0.) as usize;
     let last_col = first_col + crop_box.width.max(0.) as usize;
     rows.map(move |row| unsafe { row.get_unchecked(first_col..last_col) })
+}
+
+/// dataio patch: the span `[first, last)` of source pixels that any bound
+/// uses (bounds are non-empty: `precompute_coefficients` makes one per
+/// destination pixel, and a resize has at least one).
+fn used_span(bounds: &[convolution::Bound]) -> (u32, u32) {
+    let first = bounds.iter().map(|b| b.start).min().unwrap_or(0);
+    let last = bounds.iter().map(|b| b.start + b.size).max().unwrap_or(first);
+    (first, last)
 }

@@ -356,6 +356,35 @@ mod tests {
         Stream::new(0, 0, 0, 0)
     }
 
+    /// fast_image_resize 6.1.0 sized the temporary image between its two
+    /// passes from the last coefficient bound, which zero-trimming can make
+    /// end before the one before it (Catmull-Rom, a destination center on a
+    /// source center): the horizontal pass then read one pixel past each row
+    /// of it. The geometry is the fuzz finding's (a 96x12 gray image,
+    /// `resize_short(20, bicubic)`, `center_crop(16, 16)`); the reference
+    /// does the two passes as separate resizes, each reading its source
+    /// directly. Fixed in third_party/fast_image_resize (PATCHED.md).
+    #[test]
+    fn resize_with_a_trimmed_last_bound_stays_inside_the_temporary_image() {
+        let (sw, sh) = (96u32, 12u32);
+        let src: Vec<u8> =
+            (0..sh).flat_map(|y| (0..sw).map(move |x| if x == 53 { 250 } else { 10 + 3 * y as u8 })).collect();
+        let alg = fir::ResizeAlg::Convolution(fir::FilterType::CatmullRom);
+        let resize = |src: &[u8], (w, h): (u32, u32), (dw, dh): (u32, u32), crop: (f64, f64, f64, f64)| {
+            let s = fir::images::ImageRef::new(w, h, src, fir::PixelType::U8).unwrap();
+            let mut d = fir::images::Image::new(dw, dh, fir::PixelType::U8);
+            let opts = fir::ResizeOptions::new().resize_alg(alg).crop(crop.0, crop.1, crop.2, crop.3);
+            fir::Resizer::new().resize(&s, &mut d, &opts).unwrap();
+            d.into_vec()
+        };
+        let both = resize(&src, (sw, sh), (16, 16), (43.2, 1.2, 9.6, 9.6));
+        let tall = resize(&src, (sw, sh), (sw, 16), (0.0, 1.2, sw as f64, 9.6));
+        let reference = resize(&tall, (sw, 16), (16, 16), (43.2, 0.0, 9.6, 16.0));
+        for (i, (a, b)) in both.iter().zip(&reference).enumerate() {
+            assert!(a.abs_diff(*b) <= 2, "pixel ({}, {}): {a} in one resize, {b} in two", i % 16, i / 16);
+        }
+    }
+
     #[test]
     fn resize_short_then_center_crop_matches_torchvision_sizes() {
         let mut g = Geo::new(800, 600);
