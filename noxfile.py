@@ -166,6 +166,8 @@ FUZZ_DIR = ROOT / "target" / "fuzz"
 # libjpeg-turbo too (gcc has no flags for libFuzzer's counters).
 FUZZ_SYSTEM_PACKAGES = {"clang": "clang"}
 FUZZ_CFLAGS = "-fsanitize-coverage=inline-8bit-counters,pc-table,trace-cmp -g1"
+# The profile of `nox -s fuzz -- SECONDS --quick` (in each fuzz crate's Cargo.toml).
+FUZZ_QUICK_PROFILE = "fuzz-quick"
 
 
 def host_triple() -> str:
@@ -179,7 +181,12 @@ def fuzz_targets() -> list[tuple[Path, str]]:
 
 @nox.session(venv_backend="none")
 def fuzz(session: nox.Session) -> None:
-    """Every fuzz target for SECONDS each: `nox -s fuzz -- SECONDS [TARGET ...]`.
+    """Every fuzz target for SECONDS each: `nox -s fuzz -- SECONDS [TARGET ...] [--quick]`.
+
+    `--quick` (CI's few seconds a target) builds with the `fuzz-quick`
+    profile and the system's C compiler: a cold build in about half the
+    time, at the price of executions per second and of coverage guidance
+    inside the C code (libjpeg-turbo), which only clang's counters give.
 
     New corpus entries go to target/fuzz/corpus/<target> (the committed seeds
     under crates/*/fuzz/corpus are only read); a crashing input is left in
@@ -187,21 +194,24 @@ def fuzz(session: nox.Session) -> None:
     line (time, target, seconds, CPU seconds, executions, coverage, result) to
     target/fuzz/log.tsv.
     """
-    seconds = int(session.posargs[0]) if session.posargs else 60
-    only = set(session.posargs[1:])
-    ensure_system_packages(session, FUZZ_SYSTEM_PACKAGES)
+    args = [a for a in session.posargs if a != "--quick"]
+    quick = len(args) < len(session.posargs)
+    seconds = int(args[0]) if args else 60
+    only = set(args[1:])
+    unknown = only - {t for _, t in fuzz_targets()}
+    if unknown:
+        session.error(f"no fuzz target named {', '.join(sorted(unknown))}")
     triple = host_triple()
-    cc_triple = triple.replace("-", "_")
-    env = {
-        "RUSTFLAGS": FUZZ_RUSTFLAGS,
-        "CARGO_TARGET_DIR": str(ROOT / "target"),
-        f"CC_{cc_triple}": "clang",
-        f"CFLAGS_{cc_triple}": FUZZ_CFLAGS,
-    }
+    env = {"RUSTFLAGS": FUZZ_RUSTFLAGS, "CARGO_TARGET_DIR": str(ROOT / "target")}
+    if not quick:
+        ensure_system_packages(session, FUZZ_SYSTEM_PACKAGES)
+        cc_triple = triple.replace("-", "_")
+        env |= {f"CC_{cc_triple}": "clang", f"CFLAGS_{cc_triple}": FUZZ_CFLAGS}
+    profile = FUZZ_QUICK_PROFILE if quick else CARGO_PROFILE
     chosen = [(c, t) for c, t in fuzz_targets() if not only or t in only]
     for crate in sorted({c for c, _ in chosen}):
         session.run(
-            "cargo", "build", "--profile", CARGO_PROFILE, "--manifest-path", str(crate / "Cargo.toml"), "--target", triple,
+            "cargo", "build", "--profile", profile, "--manifest-path", str(crate / "Cargo.toml"), "--target", triple,
             "--bins", external=True, env=env,
         )
     failed = []
@@ -210,7 +220,7 @@ def fuzz(session: nox.Session) -> None:
         artifacts = FUZZ_DIR / "artifacts" / target
         corpus.mkdir(parents=True, exist_ok=True)
         artifacts.mkdir(parents=True, exist_ok=True)
-        binary = ROOT / "target" / triple / CARGO_PROFILE / target
+        binary = ROOT / "target" / triple / profile / target
         args = [
             str(binary), f"-max_total_time={seconds}", "-timeout=10", "-rss_limit_mb=2048", "-print_final_stats=1",
             f"-artifact_prefix={artifacts}/", str(corpus), str(crate / "corpus" / target),
