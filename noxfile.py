@@ -322,7 +322,7 @@ def lint(session: nox.Session) -> None:
 def typecheck(session: nox.Session) -> None:
     """mypy on the packages, and stubtest keeps the native stubs honest."""
     install_dataio(session, "lint")
-    session.run("mypy", str(CORE / "python" / "dataio"))
+    session.run("mypy", str(CORE / "src" / "dataio"))
     session.run("python", "-m", "mypy.stubtest", "dataio._native", "--ignore-missing-stub")
 
 

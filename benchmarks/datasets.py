@@ -17,7 +17,7 @@ try:
     from dataio.bench.datasets import *
     from dataio.bench.datasets import main
 except ImportError:  # dataio is not installed here: the repo's
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "packages" / "dataio-core" / "python"))
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "packages" / "dataio-core" / "src"))
     from dataio.bench.datasets import *
     from dataio.bench.datasets import main
 

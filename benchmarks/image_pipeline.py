@@ -1,7 +1,7 @@
 """Image pipeline benchmark: dataio against its peers, side by side, in one run.
 
 A thin entry point of ``python -m dataio.bench`` (the harness lives in
-``packages/dataio-core/python/dataio/bench/``), kept for its defaults: the
+``packages/dataio-core/src/dataio/bench/``), kept for its defaults: the
 image workload only, all usable CPUs, 2000 images, 3 timed epochs, the report
 as ``bench-out/image_pipeline.{csv,md,json,png}``. Every option of
 ``python -m dataio.bench`` may follow and overrides these.
@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parent.parent
 try:
     from dataio.bench import main
 except ImportError:  # dataio is not installed here: the repo's, with the extension a dev build left beside it
-    sys.path.insert(0, str(REPO / "packages" / "dataio-core" / "python"))
+    sys.path.insert(0, str(REPO / "packages" / "dataio-core" / "src"))
     from dataio.bench import main
 
 DEFAULTS = [

@@ -2,7 +2,7 @@
 
 * The core never imports a plugin: no ``import dataio_*`` /
   ``from dataio_* import``, no ``importlib.import_module("dataio_*")`` or
-  ``__import__("dataio_*")``, anywhere under ``packages/dataio-core/python``
+  ``__import__("dataio_*")``, anywhere under ``packages/dataio-core/src``
   (``if TYPE_CHECKING:`` blocks included). The core finds plugins through
   the registry only (``dataio.hookspecs``).
 * A plugin never uses a private core name: in every plugin's ``src/`` (the
@@ -26,9 +26,12 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-CORE_PYTHON = REPO / "packages" / "dataio-core" / "python"
+CORE_PYTHON = REPO / "packages" / "dataio-core" / "src"
 PLUGIN_SOURCES = sorted(
-    [*REPO.glob("packages/dataio-*/src"), *REPO.glob("packages/dataio-core/tests/plugins/*/src")]
+    [
+        *(p for p in REPO.glob("packages/dataio-*/src") if p != CORE_PYTHON),
+        *REPO.glob("packages/dataio-core/tests/plugins/*/src"),
+    ]
 )
 
 

@@ -27,7 +27,7 @@ REGISTRY = {
     "s3": "dataio.bench.remote:S3Workload",
 }
 
-DATAIO_HINT = "dataio is not importable: install it, or add a .pth pointing at packages/dataio-core/python (see docs/benchmark.md)"
+DATAIO_HINT = "dataio is not importable: install it, or add a .pth pointing at packages/dataio-core/src (see docs/benchmark.md)"
 
 
 class Workload:
