@@ -1,5 +1,5 @@
 //! Times the JPEG path stage by stage on a folder of JPEGs (a dev aid).
-use dataio_engine::image::jpeg;
+use dataio_engine::kernels::image::jpeg;
 use std::time::Instant;
 
 /// This thread's CPU seconds: steadier than wall time on a shared machine.
@@ -43,7 +43,7 @@ fn main() {
             }
         }
     }
-    use dataio_engine::exec::slot::{run_slot, Dest, SampleKey, SlotInput};
+    use dataio_engine::runtime::slot::{run_slot, Dest, SampleKey, SlotInput};
     for (label, ops) in [
         ("decode", r#"{"op":"decode_image"}"#),
         ("+resize_short", r#"{"op":"decode_image"},{"op":"resize_short","params":{"size":256}}"#),
@@ -68,7 +68,7 @@ fn main() {
         ))
         .unwrap();
         let slot = &plan.slots[0];
-        let rec = dataio_engine::exec::Record::default();
+        let rec = dataio_engine::runtime::Record::default();
         let mut row = vec![0u32; 3 * 224 * 224];
         let t0 = Instant::now();
         let c0 = cpu_seconds();

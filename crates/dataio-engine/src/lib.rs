@@ -1,30 +1,27 @@
 //! dataio's engine: everything that runs without Python.
 //!
-//! Layers, bottom up: [`error`] and [`uri`]; the storage contract in
-//! [`backend`] with the local backend in [`local`] and the C-ABI adapter in
-//! [`abi_backend`]; the process-wide [`pools`]; [`archive`] helpers; host
-//! [`probe`]s for the capability report.
+//! One folder per layer; a layer uses only the layers above it in this list
+//! (checked by `tests/layers.rs`):
+//!
+//! * [`base`]: the error type, the guard around third-party code, tensors
+//!   and their buffers, keyed randomness;
+//! * [`host`]: the process-wide worker pools and the host probes;
+//! * [`io`]: URIs, the storage contract and its local, C-ABI and registry
+//!   parts, ranged reads, gzip and tar;
+//! * [`plan`]: the pipeline IR — the op table and the compiled per-slot
+//!   programs;
+//! * [`kernels`]: image decode and geometry, the record formats;
+//! * [`runtime`]: schedule, planner, loader, delivery, mixing and shard
+//!   sources — records in, batches out.
 
-pub mod abi_backend;
-pub mod archive;
-pub mod backend;
-pub mod error;
-pub mod exec;
-pub mod formats;
-pub mod guard;
-pub mod image;
-pub mod local;
+pub mod base;
+pub mod host;
+pub mod io;
+pub mod kernels;
 pub mod plan;
-pub mod pools;
-pub mod probe;
-pub mod ranges;
-pub mod rng;
-pub mod shards;
-pub mod tensor;
-pub mod testing;
-pub mod uri;
+pub mod runtime;
 
-pub use error::{Error, ErrorKind, Result, RowContext};
+pub use base::error::{Error, ErrorKind, Result, RowContext};
 
 /// The engine's version (the package version; all packages move in lockstep).
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

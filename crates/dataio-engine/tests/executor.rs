@@ -1,9 +1,9 @@
 //! The executor end to end, without Python: records in, batches out.
 
 use bytes::Bytes;
-use dataio_engine::exec::{Loader, Next, Options, Record, SlotValue, Value, VecSource};
+use dataio_engine::runtime::{Loader, Next, Options, PlanOptions, Record, SlotValue, Value, VecSource};
 use dataio_engine::plan::compile;
-use dataio_engine::tensor::DType;
+use dataio_engine::base::tensor::DType;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -35,7 +35,7 @@ const PLAN: &str = r#"{"version":1,"slots":[
   {"name":"label","ops":[{"op":"decode_bytes"}]}],
   "shape":{"kind":"batch","size":4,"prefetch":2}}"#;
 
-fn drain(loader: &mut Loader) -> Vec<dataio_engine::exec::Batch> {
+fn drain(loader: &mut Loader) -> Vec<dataio_engine::runtime::Batch> {
     let mut out = Vec::new();
     loop {
         match loader.next(Duration::from_secs(30)).unwrap() {
@@ -81,7 +81,7 @@ fn output_does_not_depend_on_concurrency_or_order() {
     let plan_json = PLAN.replace(r#"{"op":"normalize"}"#, r#"{"op":"hflip"},{"op":"normalize"}"#);
     let plan = Arc::new(compile(&plan_json).unwrap());
     let run = |concurrency, completion| {
-        let opts = Options { concurrency, completion_order: completion, seed: Some(5), ..Default::default() };
+        let opts = Options { concurrency, completion_order: completion, plan: PlanOptions { seed: Some(5), ..Default::default() }, ..Default::default() };
         let mut l = Loader::start(plan.clone(), Box::new(VecSource::new(records(12))), opts, None).unwrap();
         let mut got: Vec<(String, Vec<u8>)> = Vec::new();
         for b in drain(&mut l) {
@@ -158,7 +158,7 @@ fn closing_mid_epoch_stops_promptly() {
 #[test]
 fn a_shuffled_epoch_is_a_permutation() {
     let plan = Arc::new(compile(PLAN).unwrap());
-    let opts = Options { seed: Some(3), ..Default::default() };
+    let opts = Options { plan: PlanOptions { seed: Some(3), ..Default::default() }, ..Default::default() };
     let mut l = Loader::start(plan, Box::new(VecSource::new(records(10))), opts, None).unwrap();
     let mut keys: Vec<String> = drain(&mut l).into_iter().flat_map(|b| b.keys).collect();
     let shuffled = keys.clone();

@@ -6,8 +6,9 @@
 use crate::errors::{from_pyerr, IntoPy};
 use async_trait::async_trait;
 use bytes::Bytes;
-use dataio_engine::abi_backend::{AbiBackend, AbiBackendRef};
-use dataio_engine::backend::{self, Backend, Capabilities, ObjectMeta, ObjectWriter, PutResult};
+use dataio_engine::io::abi_backend::{AbiBackend, AbiBackendRef};
+use dataio_engine::io::backend::{Backend, Capabilities, ObjectMeta, ObjectWriter, PutResult};
+use dataio_engine::io::registry;
 use dataio_engine::{Error, Result};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyCapsule, PyDict};
@@ -37,14 +38,14 @@ impl NativeBackend {
 /// The core's local-file backend, for the built-in plugin to register.
 #[pyfunction]
 pub fn local_backend() -> NativeBackend {
-    NativeBackend { inner: Arc::new(dataio_engine::local::LocalBackend) }
+    NativeBackend { inner: Arc::new(dataio_engine::io::local::LocalBackend) }
 }
 
 /// An in-memory backend exported through the v1 C ABI and handed over in a
 /// capsule, exactly as a plugin's native module would. For tests of the ABI.
 #[pyfunction]
 pub fn _abi_memory_backend(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
-    let table = dataio_abi::export(dataio_engine::testing::MemExport::default());
+    let table = dataio_abi::export(dataio_engine::io::testing::MemExport::default());
     // SAFETY: the name is a static C string; the pointer is a fresh table
     // whose ownership passes to whoever adopts the capsule (documented ABI).
     unsafe {
@@ -272,18 +273,18 @@ impl Backend for PyBackend {
 #[pyfunction]
 pub fn register_backend(py: Python<'_>, scheme: &str, backend: &Bound<'_, PyAny>) -> PyResult<()> {
     let b = adopt(py, backend)?;
-    backend::register(scheme, b);
+    registry::register(scheme, b);
     Ok(())
 }
 
 #[pyfunction]
 pub fn unregister_backend(scheme: &str) -> bool {
-    backend::unregister(scheme)
+    registry::unregister(scheme)
 }
 
 #[pyfunction]
 pub fn registered_schemes() -> Vec<String> {
-    backend::registered_schemes()
+    registry::registered_schemes()
 }
 
 /// Installs the callable the engine asks for a backend when it meets a scheme
@@ -292,8 +293,8 @@ pub fn registered_schemes() -> Vec<String> {
 #[pyo3(signature = (resolver))]
 pub fn set_scheme_resolver(resolver: Option<Py<PyAny>>) {
     match resolver {
-        None => backend::set_resolver(None),
-        Some(f) => backend::set_resolver(Some(Arc::new(move |scheme: &str| {
+        None => registry::set_resolver(None),
+        Some(f) => registry::set_resolver(Some(Arc::new(move |scheme: &str| {
             Python::attach(|py| {
                 let r = f.bind(py).call1((scheme,)).map_err(|e| from_pyerr(py, e, None))?;
                 if r.is_none() {
@@ -308,6 +309,6 @@ pub fn set_scheme_resolver(resolver: Option<Py<PyAny>>) {
 /// Capabilities of the backend serving `uri` (loading it if needed).
 #[pyfunction]
 pub fn backend_info(py: Python<'_>, uri: &str) -> PyResult<(String, Vec<&'static str>)> {
-    let (b, _) = py.detach(|| backend::backend_for(uri)).map_py(py)?;
+    let (b, _) = py.detach(|| registry::backend_for(uri)).map_py(py)?;
     Ok((b.name().to_string(), b.capabilities().names()))
 }

@@ -4,7 +4,7 @@
 //! deleter drops it, and the buffer goes back to the pool when the last view
 //! is gone.
 
-use dataio_engine::tensor::{DType, Tensor};
+use dataio_engine::base::tensor::{DType, Tensor};
 use pyo3::exceptions::{PyBufferError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -265,5 +265,5 @@ impl PyTensor {
 /// Live engine buffers (allocated and not yet freed or pooled): for leak tests.
 #[pyfunction]
 pub fn live_buffers() -> (u64, u64) {
-    dataio_engine::tensor::live()
+    dataio_engine::base::tensor::live()
 }

@@ -1,7 +1,7 @@
 //! Engine errors to Python exceptions of the `dataio.errors` tree, and back
 //! for exceptions raised by Python backends and ops.
 
-use dataio_engine::error::{ErrorKind, ForeignPayload};
+use dataio_engine::base::error::{ErrorKind, ForeignPayload};
 use dataio_engine::Error;
 use pyo3::exceptions::{
     PyConnectionError, PyFileNotFoundError, PyIsADirectoryError, PyNotADirectoryError, PyPermissionError,

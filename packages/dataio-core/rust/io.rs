@@ -4,9 +4,12 @@
 use crate::buffers::{ReadBuffer, WriteBuffer};
 use crate::errors::IntoPy;
 use bytes::Bytes;
-use dataio_engine::backend::{self, Backend, ObjectMeta as Meta, ObjectWriter, ReadShape};
-use dataio_engine::ranges::{self, RangePolicy};
-use dataio_engine::{archive, pools, Error};
+use dataio_engine::io::backend::{self, Backend, ObjectMeta as Meta, ObjectWriter, ReadShape};
+use dataio_engine::io::registry;
+use dataio_engine::io::ranges::{self, RangePolicy};
+use dataio_engine::host::pools;
+use dataio_engine::io::archive;
+use dataio_engine::Error;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -58,7 +61,7 @@ impl From<Meta> for ObjectMeta {
 }
 
 fn resolve(py: Python<'_>, uri: &str) -> PyResult<Arc<dyn Backend>> {
-    py.detach(|| backend::backend_for(uri)).map(|(b, _)| b).map_py(py)
+    py.detach(|| registry::backend_for(uri)).map(|(b, _)| b).map_py(py)
 }
 
 fn non_negative(name: &str, v: i64) -> PyResult<u64> {

@@ -4,12 +4,14 @@
 
 mod backends;
 mod buffers;
+mod delivery;
 mod dlpack;
 mod errors;
 mod formats;
 mod io;
 mod loader;
 mod report;
+mod rules;
 mod shards;
 mod source;
 
@@ -31,6 +33,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<loader::NativeLoader>()?;
     m.add_class::<loader::BatchPlanner>()?;
     m.add_class::<shards::PyShardSet>()?;
+    m.add_class::<delivery::DeliveryTracker>()?;
     m.add_function(wrap_pyfunction!(shards::mix_plan, m)?)?;
     m.add_function(wrap_pyfunction!(loader::compile_plan, m)?)?;
     m.add_function(wrap_pyfunction!(loader::op_table, m)?)?;
@@ -61,5 +64,12 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(report::cpu_features, m)?)?;
     m.add_function(wrap_pyfunction!(report::pool_info, m)?)?;
     m.add_function(wrap_pyfunction!(report::probe_libraries, m)?)?;
+    m.add_function(wrap_pyfunction!(rules::uri_scheme, m)?)?;
+    m.add_function(wrap_pyfunction!(rules::uri_local_path, m)?)?;
+    m.add_function(wrap_pyfunction!(rules::shard_check, m)?)?;
+    m.add_function(wrap_pyfunction!(rules::shard_count, m)?)?;
+    m.add_function(wrap_pyfunction!(rules::safetensors_dtypes, m)?)?;
+    m.add_function(wrap_pyfunction!(rules::safetensors_header_len, m)?)?;
+    m.add_function(wrap_pyfunction!(rules::safetensors_header, m)?)?;
     Ok(())
 }

@@ -5,9 +5,9 @@ use crate::dlpack::PyTensor;
 use crate::errors::{to_pyerr, IntoPy};
 use crate::shards::PyShardSet;
 use crate::source::{PyOps, PyPlannedSource, PySource};
-use dataio_engine::exec::planner::{self, Planner};
-use dataio_engine::exec::RecordSource;
-use dataio_engine::exec::{Batch, Loader, Next, Options, Shard, SlotValue};
+use dataio_engine::runtime::planner::{self, Planner};
+use dataio_engine::runtime::RecordSource;
+use dataio_engine::runtime::{Batch, Loader, Next, Options, PlanOptions, Shard, SlotValue};
 use dataio_engine::plan::{self, Plan, Shape};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
@@ -136,7 +136,7 @@ fn clone_row_error(e: &dataio_engine::Error) -> dataio_engine::Error {
             kind: other.kind(),
             message: other.to_string(),
             uri: other.uri().map(str::to_string),
-            payload: dataio_engine::error::ForeignPayload(Arc::new(())),
+            payload: dataio_engine::base::error::ForeignPayload(Arc::new(())),
         },
     }
 }
@@ -177,7 +177,7 @@ struct ConcatSource {
     parts: Vec<Box<dyn RecordSource>>,
     bases: Vec<u64>,
     total: u64,
-    spec: dataio_engine::exec::MixSpec,
+    spec: dataio_engine::runtime::MixSpec,
     /// Whether the plan reads `__source__` (the source's number).
     source_field: bool,
     /// Next record of a sequential read (group_by).
@@ -185,7 +185,7 @@ struct ConcatSource {
 }
 
 impl ConcatSource {
-    fn new(parts: Vec<Box<dyn RecordSource>>, spec: dataio_engine::exec::MixSpec, fields: Vec<String>) -> Self {
+    fn new(parts: Vec<Box<dyn RecordSource>>, spec: dataio_engine::runtime::MixSpec, fields: Vec<String>) -> Self {
         let mut bases = Vec::with_capacity(spec.parts.len());
         let mut total = 0;
         for p in &spec.parts {
@@ -202,7 +202,7 @@ impl RecordSource for ConcatSource {
         Some(self.total)
     }
 
-    fn get(&mut self, indices: &[u64]) -> dataio_engine::Result<Vec<dataio_engine::exec::Record>> {
+    fn get(&mut self, indices: &[u64]) -> dataio_engine::Result<Vec<dataio_engine::runtime::Record>> {
         // Consecutive indices of one source are asked together, in order.
         let mut out = Vec::with_capacity(indices.len());
         let mut run: Vec<u64> = Vec::new();
@@ -211,10 +211,10 @@ impl RecordSource for ConcatSource {
             if run.is_empty() {
                 return Ok(());
             }
-            let mut got: Vec<dataio_engine::exec::Record> = parts[part].get(run)?;
+            let mut got: Vec<dataio_engine::runtime::Record> = parts[part].get(run)?;
             if tag {
                 for r in &mut got {
-                    r.fields.push(("__source__".into(), dataio_engine::exec::Value::Int(part as i64)));
+                    r.fields.push(("__source__".into(), dataio_engine::runtime::Value::Int(part as i64)));
                 }
             }
             out.extend(got);
@@ -239,7 +239,7 @@ impl RecordSource for ConcatSource {
         Ok(out)
     }
 
-    fn next_chunk(&mut self, max: usize) -> dataio_engine::Result<Vec<dataio_engine::exec::Record>> {
+    fn next_chunk(&mut self, max: usize) -> dataio_engine::Result<Vec<dataio_engine::runtime::Record>> {
         let end = (self.cursor + max as u64).min(self.total);
         let indices: Vec<u64> = (self.cursor..end).collect();
         self.cursor = end;
@@ -251,7 +251,7 @@ impl RecordSource for ConcatSource {
         Ok(())
     }
 
-    fn mix(&self) -> Option<dataio_engine::exec::MixSpec> {
+    fn mix(&self) -> Option<dataio_engine::runtime::MixSpec> {
         Some(self.spec.clone())
     }
 }
@@ -291,17 +291,13 @@ impl NativeLoader {
         prefetch: Option<usize>,
     ) -> PyResult<Self> {
         let opts = Options {
+            plan: PlanOptions { seed, epoch, shard: Shard { id: shard_id, of: shard_of, pad }, start, global_offset },
             concurrency: concurrency.max(1),
             completion_order,
             skip_errors,
-            seed,
-            epoch,
-            shard: Shard { id: shard_id, of: shard_of, pad },
-            start,
-            global_offset,
             prefetch,
         };
-        let external = ops.map(|call| Arc::new(PyOps { call }) as Arc<dyn dataio_engine::exec::slot::ExternalOps>);
+        let external = ops.map(|call| Arc::new(PyOps { call }) as Arc<dyn dataio_engine::runtime::slot::ExternalOps>);
         let fields = plan.inner.fields.clone();
         let plan = plan.inner.clone();
         let loader = if planned {
@@ -413,14 +409,7 @@ impl BatchPlanner {
         start: u64,
         global_offset: u64,
     ) -> PyResult<Self> {
-        let opts = Options {
-            seed,
-            epoch,
-            shard: Shard { id: shard_id, of: shard_of, pad },
-            start,
-            global_offset,
-            ..Default::default()
-        };
+        let opts = PlanOptions { seed, epoch, shard: Shard { id: shard_id, of: shard_of, pad }, start, global_offset };
         // Formation reads only the group key; batch() reads nothing.
         let (fields, prepare) = match &plan.inner.shape {
             Shape::GroupBy { key, .. } => (vec![key.clone(), "key".to_string()], prepare),

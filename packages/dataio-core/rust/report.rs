@@ -1,6 +1,6 @@
 //! Facts for the capability report (`python -m dataio`).
 
-use dataio_engine::{pools, probe};
+use dataio_engine::host::{pools, probe};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::path::PathBuf;

@@ -1,9 +1,9 @@
 //! Shard sources (tar, TFRecord) as Python sees them: a sized, indexed set
-//! of shards that the loader reads natively (see `dataio_engine::shards`).
+//! of shards that the loader reads natively (see `dataio_engine::runtime::shards`).
 
 use crate::errors::IntoPy;
-use dataio_engine::exec::Value;
-use dataio_engine::shards::{Format, ShardCache, ShardSet, ShardSetOptions};
+use dataio_engine::runtime::Value;
+use dataio_engine::runtime::shards::{Format, ShardCache, ShardSet, ShardSetOptions};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use std::sync::atomic::Ordering;
@@ -133,7 +133,7 @@ pub fn mix_plan(
     position: u64,
 ) -> PyResult<(u64, Vec<(u64, u64)>)> {
     let spec = crate::source::make_mix_spec(lens, layouts, weights, stop_kind, stop_n)?;
-    let order = dataio_engine::exec::MixOrder::new(spec, seed, epoch).map_py(py)?;
+    let order = dataio_engine::runtime::MixOrder::new(spec, seed, epoch).map_py(py)?;
     let len = order.len();
     Ok((len, order.progress(position.min(len))))
 }

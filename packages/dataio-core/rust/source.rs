@@ -4,9 +4,9 @@
 
 use crate::errors::from_pyerr;
 use bytes::Bytes;
-use dataio_engine::exec::slot::ExternalOps;
-use dataio_engine::exec::{Layout, MixSpec, Part, PlannedBatch, Stop, PlannedRow, PlannedSource, Record, RecordSource, Value};
-use dataio_engine::tensor::{DType, Tensor};
+use dataio_engine::runtime::slot::ExternalOps;
+use dataio_engine::runtime::{Layout, MixSpec, Part, PlannedBatch, Stop, PlannedRow, PlannedSource, Record, RecordSource, Value};
+use dataio_engine::base::tensor::{DType, Tensor};
 use dataio_engine::{Error, Result};
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyDict, PyMemoryView, PyString};
@@ -177,7 +177,7 @@ impl PySource {
             let _ = e.value(py).call_method1("add_note", (note,));
             from_pyerr(py, e, None)
         };
-        let raw_kept = self.keep_raw.then(|| Arc::new(raw.clone().unbind()) as dataio_engine::exec::record::Context);
+        let raw_kept = self.keep_raw.then(|| Arc::new(raw.clone().unbind()) as dataio_engine::runtime::record::Context);
         let rec = match &self.prepare {
             Some(f) => f.bind(py).call1((raw,)).map_err(|e| user(e, "dataio.map record"))?,
             None => raw,
@@ -203,7 +203,7 @@ impl PySource {
         let context = match &self.context {
             Some(f) => {
                 let c = f.bind(py).call1((dict,)).map_err(|e| user(e, "context="))?;
-                Some(Arc::new(c.unbind()) as dataio_engine::exec::record::Context)
+                Some(Arc::new(c.unbind()) as dataio_engine::runtime::record::Context)
             }
             None => raw_kept,
         };

@@ -6,13 +6,13 @@ use libfuzzer_sys::fuzz_target;
 const LIMIT: u64 = 1 << 22;
 
 fuzz_target!(|data: &[u8]| {
-    if let Some(out) = common::checked(dataio_engine::archive::gunzip("fuzz.gz", data, LIMIT)) {
+    if let Some(out) = common::checked(dataio_engine::io::archive::gunzip("fuzz.gz", data, LIMIT)) {
         assert!(out.len() as u64 <= LIMIT, "gunzip wrote past its limit");
     }
     // A gzip TFRecord shard goes through the same path, then the framing.
-    if let Some(index) = common::checked(dataio_engine::shards::index::ShardIndex::build(
+    if let Some(index) = common::checked(dataio_engine::runtime::shards::index::ShardIndex::build(
         "fuzz.tfrecord.gz",
-        dataio_engine::shards::index::Format::TfRecord,
+        dataio_engine::runtime::shards::index::Format::TfRecord,
         "size=0".into(),
         data,
         false,

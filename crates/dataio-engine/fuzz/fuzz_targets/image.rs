@@ -7,8 +7,8 @@
 #![no_main]
 mod common;
 use bytes::Bytes;
-use dataio_engine::exec::slot::{run_slot, Dest, SampleKey, SlotInput};
-use dataio_engine::exec::Record;
+use dataio_engine::runtime::slot::{run_slot, Dest, SampleKey, SlotInput};
+use dataio_engine::runtime::Record;
 use dataio_engine::plan::{compile, Plan};
 use libfuzzer_sys::fuzz_target;
 use std::sync::OnceLock;

@@ -4,7 +4,7 @@
 //! upsampling on and off. The first 4 input bytes choose the plan.
 #![no_main]
 mod common;
-use dataio_engine::image::jpeg::{decode, DecodePlan, Mode};
+use dataio_engine::kernels::image::jpeg::{decode, DecodePlan, Mode};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -11,7 +11,7 @@ fuzz_target!(|data: &[u8]| {
         Err(_) => Vec::new(),
     };
     for name in names.iter().map(String::as_str).chain(["no-such-tensor"]) {
-        if let Some(t) = common::checked(dataio_engine::formats::safetensors::decode(data, name)) {
+        if let Some(t) = common::checked(dataio_engine::kernels::formats::safetensors::decode(data, name)) {
             let numel: usize = t.shape.iter().product();
             assert_eq!(t.bytes().len(), numel * t.dtype.size(), "tensor {name}: bytes and shape disagree");
         }

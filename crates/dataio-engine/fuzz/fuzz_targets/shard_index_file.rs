@@ -3,7 +3,7 @@
 //! outside a shard.
 #![no_main]
 mod common;
-use dataio_engine::shards::index::{Format, IndexStore, Samples, ShardIndex};
+use dataio_engine::runtime::shards::index::{Format, IndexStore, Samples, ShardIndex};
 use libfuzzer_sys::fuzz_target;
 use std::sync::OnceLock;
 

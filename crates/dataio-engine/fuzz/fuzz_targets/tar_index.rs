@@ -2,7 +2,7 @@
 //! lookup.
 #![no_main]
 mod common;
-use dataio_engine::shards::index::{Format, Samples, ShardIndex};
+use dataio_engine::runtime::shards::index::{Format, Samples, ShardIndex};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -17,7 +17,7 @@ fuzz_target!(|data: &[u8]| {
             let end = off.checked_add(*len).expect("member end overflows");
             assert!(end <= data.len() as u64, "member {}.{ext} runs past the data", s.key);
             let name = if ext.is_empty() { s.key.clone() } else { format!("{}.{ext}", s.key) };
-            if let Some(found) = common::checked(dataio_engine::archive::tar_entry(uri, &bytes, &name)) {
+            if let Some(found) = common::checked(dataio_engine::io::archive::tar_entry(uri, &bytes, &name)) {
                 assert!(found.len() as u64 <= data.len() as u64);
             }
         }

@@ -1,7 +1,7 @@
 //! TFRecord framing (lengths, masked CRCs) and `tf.train.Example` parsing.
 #![no_main]
 mod common;
-use dataio_engine::formats::tfrecord::{parse_example, split_records};
+use dataio_engine::kernels::formats::tfrecord::{parse_example, split_records};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

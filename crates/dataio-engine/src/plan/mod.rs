@@ -20,8 +20,8 @@
 
 pub mod ops;
 
-use crate::error::{Error, Result};
-use crate::tensor::DType;
+use crate::base::error::{Error, Result};
+use crate::base::tensor::DType;
 use serde::Deserialize;
 use serde_json::{Map, Value as Json};
 use std::collections::BTreeSet;

@@ -9,8 +9,8 @@
 //! builds its factories' validation and the docs' op list from it.
 
 use super::{Decoder, Layout, Param, Step};
-use crate::error::{Error, Result};
-use crate::tensor::DType;
+use crate::base::error::{Error, Result};
+use crate::base::tensor::DType;
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::de::{DeserializeOwned, Error as _};
 use serde::{Deserialize, Deserializer, Serialize};

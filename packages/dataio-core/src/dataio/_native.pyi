@@ -5,9 +5,9 @@ in the test session; these are the docs of the native layer.
 """
 
 from collections.abc import Callable, Iterable
-from typing import Any, final
+from typing import Any, Self, final
 
-from typing_extensions import Buffer, Self
+from typing_extensions import Buffer
 
 __version__: str
 ABI_VERSION: int
@@ -193,12 +193,27 @@ class BatchPlanner:
     def rank_count(self) -> int | None: ...
 
 @final
+class DeliveryTracker:
+    """The resume position: the rank position after the longest contiguous
+    prefix of delivered batches (batches numbered in plan order from
+    ``first_seq``). Shared with the native loader; thread-safe."""
+
+    def __new__(cls, start: int, first_seq: int = 0) -> DeliveryTracker: ...
+    def delivered(self, seq: int, end_position: int) -> None: ...
+    @property
+    def position(self) -> int: ...
+    @property
+    def ahead(self) -> int: ...
+    @property
+    def next_seq(self) -> int: ...
+
+@final
 class ShardSet:
     """Tar or TFRecord shards, indexed (``dataio.formats.shards``)."""
 
     def __new__(
         cls,
-        format: str,
+        format: str,  # noqa: A002 - the native keyword
         uris: list[str],
         *,
         index_dir: str,

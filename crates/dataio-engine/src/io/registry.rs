@@ -1,0 +1,107 @@
+//! Which backend serves a URI: the schemes registered by the binding layer
+//! and plugins, the resolver that loads a plugin on a scheme's first use,
+//! and the local backend as the fallback for `file`.
+//!
+//! Kept apart from [`super::backend`] (the contract) so that the contract
+//! does not depend on its implementations: [`super::local`] and
+//! [`super::abi_backend`] implement the contract, this module picks one.
+
+use super::backend::Backend;
+use super::local::LocalBackend;
+use super::uri::{self, Target};
+use crate::base::error::{Error, Result};
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock, RwLock};
+
+/// Called when a URI names a scheme with no backend yet; returns one (the
+/// binding layer loads plugins here) or `None`.
+pub type Resolver = dyn Fn(&str) -> Result<Option<Arc<dyn Backend>>> + Send + Sync;
+
+struct Registry {
+    backends: RwLock<HashMap<String, Arc<dyn Backend>>>,
+    resolver: RwLock<Option<Arc<Resolver>>>,
+}
+
+fn registry() -> &'static Registry {
+    static REG: OnceLock<Registry> = OnceLock::new();
+    REG.get_or_init(|| Registry { backends: RwLock::new(HashMap::new()), resolver: RwLock::new(None) })
+}
+
+/// Registers `backend` for `scheme`, replacing any earlier one. Duplicate
+/// detection between plugins happens in the plugin registry, which knows names.
+pub fn register(scheme: &str, backend: Arc<dyn Backend>) {
+    registry().backends.write().unwrap().insert(scheme.to_ascii_lowercase(), backend);
+}
+
+pub fn unregister(scheme: &str) -> bool {
+    registry().backends.write().unwrap().remove(&scheme.to_ascii_lowercase()).is_some()
+}
+
+pub fn registered_schemes() -> Vec<String> {
+    let mut v: Vec<String> = registry().backends.read().unwrap().keys().cloned().collect();
+    v.sort();
+    v
+}
+
+pub fn set_resolver(resolver: Option<Arc<Resolver>>) {
+    *registry().resolver.write().unwrap() = resolver;
+}
+
+/// The install hint for schemes whose plugin ships with dataio.
+pub fn install_hint(scheme: &str) -> Option<String> {
+    let extra = match scheme {
+        "s3" | "r2" | "s3a" => "s3",
+        "gs" | "gcs" => "gcs",
+        "az" | "abfs" | "abfss" | "azure" => "azure",
+        "hf" => "hf",
+        _ => return None,
+    };
+    Some(format!("`pip install 'dataio[{extra}]'` (the dataio-{extra} plugin)"))
+}
+
+/// The backend serving `uri`, loading it through the resolver on first use.
+pub fn backend_for(uri: &str) -> Result<(Arc<dyn Backend>, Target)> {
+    let target = uri::parse(uri)?;
+    let scheme = match &target {
+        Target::Local(_) => "file".to_string(),
+        Target::Remote { scheme } => scheme.clone(),
+    };
+    if let Some(b) = registry().backends.read().unwrap().get(&scheme) {
+        return Ok((b.clone(), target));
+    }
+    // Every scheme, `file` included, is first offered to the resolver (the
+    // plugin registry, where the core's own local backend registers too).
+    let resolver = registry().resolver.read().unwrap().clone();
+    if let Some(resolver) = resolver {
+        if let Some(b) = resolver(&scheme)? {
+            register(&scheme, b.clone());
+            return Ok((b, target));
+        }
+    }
+    if scheme == "file" {
+        let local: Arc<dyn Backend> = Arc::new(LocalBackend);
+        register("file", local.clone());
+        return Ok((local, target));
+    }
+    Err(Error::UnsupportedScheme { hint: install_hint(&scheme), scheme, uri: uri.to_string() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_scheme_names_the_package_to_install() {
+        let err = match backend_for("s3://bucket/key") {
+            Err(e) => e,
+            Ok(_) => panic!("no s3 backend expected"),
+        };
+        let msg = err.to_string();
+        assert!(msg.contains("pip install 'dataio[s3]'"), "{msg}");
+        let err = match backend_for("weird://x") {
+            Err(e) => e,
+            Ok(_) => panic!(),
+        };
+        assert!(matches!(err, Error::UnsupportedScheme { hint: None, .. }));
+    }
+}

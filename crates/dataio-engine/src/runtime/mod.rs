@@ -1,0 +1,31 @@
+//! The runtime: records in, batches out. [`planner`] turns a seed, an
+//! epoch, a shard and a start position into the batches of an epoch
+//! ([`schedule`] orders records, [`mix`] interleaves sources); [`loader`]
+//! runs them on the pools — fetch through [`crate::io`], per-slot programs
+//! through the [`crate::kernels`] ([`slot`]), collation ([`batch`],
+//! [`batch_ops`]) — and delivers them in order or as they finish, with the
+//! resume position kept by [`delivery`]. [`shards`] are record sources over
+//! WebDataset tar and TFRecord shards.
+//!
+//! The top layer: depends on every other.
+
+pub mod batch;
+pub mod batch_ops;
+pub mod delivery;
+pub mod loader;
+pub mod mix;
+pub mod planner;
+pub mod record;
+pub mod schedule;
+pub mod shards;
+pub mod slot;
+pub mod source;
+
+pub use batch::{Batch, SlotValue};
+pub use loader::{Loader, Next, Options, Stats};
+pub use mix::{MixOrder, MixSpec, Part, Stop};
+pub use delivery::Delivery;
+pub use planner::{PlanOptions, PlannedBatch, PlannedRow, PlannedSource};
+pub use record::{Record, Value};
+pub use schedule::{Layout, Shard, ShardOrder};
+pub use source::{RecordSource, VecSource};
