@@ -7,16 +7,15 @@
 //! lie below it, listings report common prefixes with `is_dir`.
 
 use crate::config::StoreConfig;
-use crate::errors::{self, Place};
 use crate::runtime;
+use crate::client::{Inner, Target};
 use crate::writer::{PendingWrite, WriterCell};
 use dataio_abi::{caps, status, AbiError, Dst, ExportBackend, Meta, Reply, WriterHandle};
 use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path;
 use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
-use std::collections::HashMap;
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// A backend for one scheme; one object_store client per bucket, built on
 /// first use (and rebuilt in a forked child).
@@ -24,31 +23,11 @@ pub struct ObjStoreBackend {
     inner: Arc<Inner>,
 }
 
-struct Clients {
-    pid: u32,
-    by_bucket: HashMap<String, Arc<dyn ObjectStore>>,
-}
-
-pub(crate) struct Inner {
-    pub(crate) cfg: StoreConfig,
-    name: String,
-    clients: Mutex<Clients>,
-}
-
-/// A parsed URI.
-struct Target {
-    bucket: String,
-    /// Without leading or trailing `/`; empty for the bucket itself.
-    key: String,
-}
-
 impl ObjStoreBackend {
     /// Checks the configuration by building a client for a probe bucket
     /// name, so that a bad endpoint or key fails at registration.
     pub fn new(cfg: StoreConfig) -> Result<Self, AbiError> {
-        let name = cfg.kind.plugin().to_string();
-        let inner =
-            Inner { cfg, name, clients: Mutex::new(Clients { pid: std::process::id(), by_bucket: HashMap::new() }) };
+        let inner = Inner::new(cfg);
         // Azure may take the account from the URI (`container@account`).
         let probe = if inner.cfg.kind == crate::Kind::Azure { "dataio-probe@dataioprobe" } else { "dataio-probe" };
         inner.cfg.build(probe).map_err(|e| {
@@ -77,70 +56,6 @@ fn key_path(key: &str) -> Result<Path, object_store::Error> {
 }
 
 impl Inner {
-    fn target(&self, uri: &str) -> Result<Target, AbiError> {
-        let bad =
-            |why: &str| AbiError::new(status::INVALID_ARGUMENT, format!("invalid {} URI: {why}", self.cfg.scheme));
-        let rest = match uri.find("://") {
-            Some(i) if uri[..i].eq_ignore_ascii_case(&self.cfg.scheme) => &uri[i + 3..],
-            _ => return Err(bad(&format!("expected {}://{}/key", self.cfg.scheme, self.cfg.kind.bucket_word()))),
-        };
-        let (bucket, key) = rest.split_once('/').unwrap_or((rest, ""));
-        if bucket.is_empty() {
-            return Err(bad(&format!("no {} name", self.cfg.kind.bucket_word())));
-        }
-        Ok(Target { bucket: bucket.to_string(), key: key.trim_matches('/').to_string() })
-    }
-
-    fn client(&self, bucket: &str) -> Result<Arc<dyn ObjectStore>, AbiError> {
-        let mut clients = self.clients.lock().unwrap_or_else(|p| p.into_inner());
-        let pid = std::process::id();
-        if clients.pid != pid {
-            // Inherited through fork: their connection pools belong to the
-            // parent's runtime. Leak them rather than run their destructors.
-            std::mem::forget(std::mem::take(&mut clients.by_bucket));
-            clients.pid = pid;
-        }
-        if let Some(c) = clients.by_bucket.get(bucket) {
-            return Ok(c.clone());
-        }
-        let c = self.cfg.build(bucket).map_err(|e| {
-            let hint = if self.cfg.kind == crate::Kind::Azure && !bucket.contains('@') {
-                " (name the storage account: configure_credentials(\"az\", account=...), AZURE_STORAGE_ACCOUNT_NAME, or az://container@account/path)"
-            } else {
-                ""
-            };
-            AbiError::new(
-                status::INVALID_ARGUMENT,
-                self.cfg.redactor.clean(&format!("cannot configure {} {bucket:?}: {e}{hint}", self.cfg.kind.bucket_word())),
-            )
-        })?;
-        clients.by_bucket.insert(bucket.to_string(), c.clone());
-        Ok(c)
-    }
-
-    pub(crate) fn uri_of(&self, bucket: &str, key: &str) -> String {
-        format!("{}://{bucket}/{key}", self.cfg.scheme)
-    }
-
-    fn err(&self, t: &Target, e: object_store::Error) -> AbiError {
-        let place = Place { bucket_word: self.cfg.kind.bucket_word(), bucket: &t.bucket, key: &t.key };
-        errors::map(e, &place, &self.cfg.redactor)
-    }
-
-    fn meta(&self, bucket: &str, m: &object_store::ObjectMeta) -> Meta {
-        Meta {
-            uri: self.uri_of(bucket, m.location.as_ref()),
-            size: m.size,
-            mtime: Some(m.last_modified.timestamp_millis() as f64 / 1000.0),
-            etag: m.e_tag.as_ref().map(|t| t.trim_matches('"').to_string()),
-            is_dir: false,
-        }
-    }
-
-    fn dir_meta(&self, bucket: &str, key: &str) -> Meta {
-        Meta { uri: self.uri_of(bucket, key), is_dir: true, ..Default::default() }
-    }
-
     /// Whether any object lies below `key/` (the bucket root when empty). A
     /// missing bucket is an error, so its message can say so.
     async fn has_children(&self, store: &dyn ObjectStore, key: &str) -> Result<bool, object_store::Error> {

@@ -4,8 +4,11 @@
 
 use crate::errors::Redactor;
 use async_trait::async_trait;
+#[cfg(feature = "s3")]
 use object_store::aws::{AwsCredential, AwsCredentialProvider};
+#[cfg(feature = "azure")]
 use object_store::azure::{AzureCredential, AzureCredentialProvider};
+#[cfg(feature = "gcs")]
 use object_store::gcp::{GcpCredential, GcpCredentialProvider};
 use object_store::CredentialProvider;
 use std::collections::HashMap;
@@ -103,6 +106,7 @@ fn refreshing<C: Send + Sync + 'static>(
     Arc::new(Refreshing { source, redactor, convert, cache: tokio::sync::Mutex::new(None) })
 }
 
+#[cfg(feature = "s3")]
 pub(crate) fn aws(source: Arc<dyn TokenSource>, redactor: Redactor) -> AwsCredentialProvider {
     refreshing(source, redactor, |t| {
         Ok(AwsCredential {
@@ -113,10 +117,12 @@ pub(crate) fn aws(source: Arc<dyn TokenSource>, redactor: Redactor) -> AwsCreden
     })
 }
 
+#[cfg(feature = "gcs")]
 pub(crate) fn gcp(source: Arc<dyn TokenSource>, redactor: Redactor) -> GcpCredentialProvider {
     refreshing(source, redactor, |t| Ok(GcpCredential { bearer: field(t, "bearer")? }))
 }
 
+#[cfg(feature = "azure")]
 pub(crate) fn azure(source: Arc<dyn TokenSource>, redactor: Redactor) -> AzureCredentialProvider {
     refreshing(source, redactor, |t| Ok(AzureCredential::BearerToken(field(t, "bearer")?)))
 }

@@ -14,6 +14,7 @@
 //! nears its expiry — never per request.
 
 mod backend;
+mod client;
 mod config;
 mod credentials;
 mod errors;

@@ -4,7 +4,7 @@
 //! `max_part_uploads` in flight). Nothing is visible before commit: an
 //! aborted (or failed) multipart upload is aborted on the store.
 
-use crate::backend::Inner;
+use crate::client::Inner;
 use crate::errors::Place;
 use dataio_abi::{AbiError, Meta};
 use object_store::path::Path;
