@@ -10,15 +10,19 @@ from __future__ import annotations
 import logging
 import time
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, cast
 
 from . import _native
 from ._stats import StatsReport, describe_stats
+from .contract import COLLATE_KEY, EpochJob, EpochRun, ExecutedBatch, Executor, Shard, SizedRecords, TaggedArray, is_sequence
 from .errors import CheckpointError, InvalidArgumentError, RowError
-from .pipeline import COLLATE_KEY, BoundPipeline
+from .executor import resolve_executor
 
-__all__ = ["Loader", "Batch", "StatsReport", "describe_stats"]
+if TYPE_CHECKING:
+    from .pipeline import BatchStage, BoundPipeline
+
+__all__ = ["Loader", "Batch", "StatsReport", "describe_stats", "epoch_job"]
 
 row_logger = logging.getLogger("dataio.rows")
 
@@ -92,9 +96,7 @@ class Batch:
 
 def _converter(output: str) -> Callable[[Any], Any]:
     """Native tensors (and the numpy arrays of batches executed elsewhere,
-    see :mod:`dataio.executor`) to the requested output, without copies."""
-    from .executor import _Tagged
-
+    see :mod:`dataio.contract`) to the requested output, without copies."""
     if output == "torch":
         import numpy as np
         import torch
@@ -112,7 +114,7 @@ def _converter(output: str) -> Callable[[Any], Any]:
                 return torch.from_numpy(a)
 
         def to_torch(t: Any) -> Any:
-            if isinstance(t, _Tagged):
+            if isinstance(t, TaggedArray):
                 return from_numpy(t.array).view(special[t.dtype_name])
             if isinstance(t, np.ndarray):
                 return from_numpy(t)
@@ -126,7 +128,7 @@ def _converter(output: str) -> Callable[[Any], Any]:
         import numpy as np
 
         def to_numpy(t: Any) -> Any:
-            if isinstance(t, _Tagged):
+            if isinstance(t, TaggedArray):
                 return t.array
             if isinstance(t, np.ndarray):
                 return t
@@ -140,7 +142,7 @@ def _converter(output: str) -> Callable[[Any], Any]:
     raise InvalidArgumentError(f"output must be 'torch', 'numpy' or 'native', got {output!r}")
 
 
-def _auto_concurrency(shape: Any) -> int:
+def _auto_concurrency(shape: BatchStage) -> int:
     """Records in flight for ``concurrency="auto"``: 4 per CPU thread, and at
     least a whole batch (64 for group_by/collate), at most 1024. Cheap records
     (parquet rows, small files) need many in flight to hide the hand-off
@@ -165,12 +167,6 @@ class _Collated:
                 yield row
 
 
-def _is_sequence(records: Any) -> bool:
-    return isinstance(records, Sequence) and not isinstance(records, (str, bytes)) or (
-        hasattr(records, "__len__") and hasattr(records, "__getitem__") and not isinstance(records, (dict, str, bytes))
-    )
-
-
 class Loader:
     """Iterates batches of a bound pipeline. Options:
 
@@ -191,7 +187,7 @@ class Loader:
       shape stage's ``prefetch`` for this loader (``0`` or more).
     * ``executor`` — who executes the batches: ``None`` (this process, the
       native pools), the name of an executor a plugin registered
-      (``"ray"``), or an executor object (see :mod:`dataio.executor`). The
+      (``"ray"``), or an executor object (see :mod:`dataio.contract`). The
       batches are the same whoever executes them.
     """
 
@@ -210,10 +206,10 @@ class Loader:
         device: str | None = None,
         epoch: int = 0,
         prefetch: int | None = None,
-        executor: Any = None,
+        executor: str | Executor | None = None,
     ) -> None:
         self._pipe = bound.pipeline
-        self._records = bound.records
+        self._records: Iterable[Any] = bound.records
         if self._pipe.shape.kind == "collate":
             self._records = _Collated(self._records)
         self._convert = _converter(output)
@@ -234,8 +230,6 @@ class Loader:
             raise InvalidArgumentError("context must be a callable taking a record")
         if prefetch is not None and (not isinstance(prefetch, int) or isinstance(prefetch, bool) or prefetch < 0):
             raise InvalidArgumentError(f"prefetch must be a non-negative integer (batches ready ahead), got {prefetch!r}")
-        from .executor import resolve_executor
-
         check_fields = getattr(self._records, "_dataio_check_fields", None)
         if callable(check_fields) and not self._pipe.record_maps:
             check_fields(sorted({sl.field for sl in self._pipe.slots if not sl.optional}))
@@ -252,7 +246,7 @@ class Loader:
         self._epoch = int(epoch)
         self._position = 0
         self._global_offset = 0
-        self._run: Any = None  # the running epoch (dataio.executor.EpochRun)
+        self._run: EpochRun | None = None  # the running epoch
         self._last_stats: dict[str, Any] = {}
         self._closed = False
         self._iterating = False
@@ -261,7 +255,7 @@ class Loader:
     # -- arguments ----------------------------------------------------------
 
     @staticmethod
-    def _check_shard(shard: dict[str, Any] | None) -> dict[str, Any]:
+    def _check_shard(shard: dict[str, Any] | None) -> Shard:
         if shard is None:
             return {"id": 0, "of": 1, "pad": False}
         if not isinstance(shard, dict):
@@ -273,10 +267,7 @@ class Loader:
         for name, v in (("id", sid), ("of", of)):
             if not isinstance(v, int) or isinstance(v, bool):
                 raise InvalidArgumentError(f"shard {name} must be an integer, got {v!r}")
-        if of < 1:
-            raise InvalidArgumentError(f"shard 'of' (world size) must be >= 1, got {of}")
-        if not 0 <= sid < of:
-            raise InvalidArgumentError(f"shard id {sid} is out of range for a world of {of} (0..{of - 1})")
+        _native.shard_check(sid, of)  # the engine's range rule (Shard::check)
         return {"id": sid, "of": of, "pad": bool(shard.get("pad", False))}
 
     @staticmethod
@@ -289,15 +280,13 @@ class Loader:
 
     # -- lifecycle ----------------------------------------------------------
 
-    def _job(self) -> Any:
-        from .executor import EpochJob
-
+    def _job(self) -> EpochJob:
         return EpochJob(
             pipeline=self._pipe,
             records=self._records,
             seed=self._seed,
             epoch=self._epoch,
-            shard=dict(self._shard),
+            shard=self._shard.copy(),
             start=self._position,
             global_offset=self._global_offset,
             concurrency=self._concurrency,
@@ -335,7 +324,7 @@ class Loader:
     def __del__(self) -> None:
         try:
             self._stop()
-        except Exception:
+        except Exception:  # noqa: BLE001 - a finalizer must not raise (the interpreter may be exiting)
             pass
 
     # -- iteration ----------------------------------------------------------
@@ -390,7 +379,7 @@ class Loader:
         self._position = self._run.position
         return self._wrap(raw)
 
-    def _wrap(self, raw: Any) -> Batch:
+    def _wrap(self, raw: ExecutedBatch) -> Batch:
         convert = self._convert
         slots: dict[str, Any] = {}
         for name, value in raw.take_slots().items():
@@ -442,11 +431,10 @@ class Loader:
 
     def __len__(self) -> int:
         """Batches this rank gets in an epoch (sized sources with batch())."""
-        if not _is_sequence(self._records) or self._pipe.shape.kind != "batch":
+        if not is_sequence(self._records) or self._pipe.shape.kind != "batch":
             raise TypeError("the number of batches is known only for sized record sources with batch()")
         n = self._epoch_len() - self._global_offset
-        sid, of = self._shard["id"], self._shard["of"]
-        count = -(-n // of) if self._shard["pad"] else max(0, -(-(n - sid) // of))
+        count = _native.shard_count(self._shard["id"], self._shard["of"], self._shard["pad"], max(0, n))  # Shard::count
         size = self._pipe.shape.size
         return count // size if self._pipe.shape.drop_last else -(-count // size)
 
@@ -455,7 +443,7 @@ class Loader:
         epoch_len = getattr(self._records, "epoch_len", None)
         if callable(epoch_len) and hasattr(self._records, "_dataio_mix"):
             return int(epoch_len(self._seed, self._epoch))
-        return len(self._records)
+        return len(cast(SizedRecords, self._records))  # a sized source: the callers checked
 
     def _mix_progress(self) -> list[dict[str, int]] | None:
         progress = getattr(self._records, "progress", None)
@@ -478,7 +466,7 @@ class Loader:
             # together, if every rank checkpoints at the same step.
             "global_position": self._global_offset + self._position * self._shard["of"],
             "shard": dict(self._shard),
-            "dataset_size": len(self._records) if _is_sequence(self._records) else None,
+            "dataset_size": len(self._records) if is_sequence(self._records) else None,
             # A mix: each source's draws this epoch and its own epoch, at the
             # global position (derived from it: resuming needs only the position).
             **({"sources": m} if (m := self._mix_progress()) is not None else {}),
@@ -502,7 +490,7 @@ class Loader:
             )
         if state.get("seed") != self._seed:
             raise CheckpointError(f"this state was saved with seed={state.get('seed')!r}, this loader has seed={self._seed!r}")
-        size = len(self._records) if _is_sequence(self._records) else None
+        size = len(self._records) if is_sequence(self._records) else None
         if state.get("dataset_size") != size:
             raise CheckpointError(f"this state was saved over {state.get('dataset_size')} records, this loader has {size}")
         saved = state.get("shard") or {}
@@ -562,6 +550,21 @@ class Loader:
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"epoch {self._epoch}, position {self._position}"
         return f"<dataio.Loader {self._output} ({state})>"
+
+
+def epoch_job(bound: BoundPipeline, **options: Any) -> EpochJob:
+    """The :class:`~dataio.contract.EpochJob` of the first epoch that
+    ``Loader(bound, **options)`` would start, without starting anything
+    (``BoundPipeline.epoch_job`` spells the options out)."""
+    return _Unstarted(bound, "numpy", **options)._job()
+
+
+class _Unstarted(Loader):
+    """A loader whose epochs never start: its options checked and its
+    defaults filled in as any loader's, for :func:`epoch_job`."""
+
+    def _start(self) -> None:
+        pass
 
 
 def from_sampler(batch_sampler: Iterable[Iterable[Any]], record_fn: Callable[[Any], Any] | None = None) -> Iterable[dict[str, Any]]:

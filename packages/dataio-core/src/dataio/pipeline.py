@@ -19,12 +19,21 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import _native, transforms as T
+from ._ops_generated import SlotOps
+from ._ops import BUILTIN_OPS
+from ._plugins import host
 from .cond import Pred
+from .contract import COLLATE_KEY, EpochJob
 from .errors import PlanError
-from .transforms import Col, Op
+from .loader import Loader, epoch_job
+from .transforms import Op
+
+if TYPE_CHECKING:
+    from .contract import Executor
+    from .errors import RowError
 
 __all__ = [
     "Slot",
@@ -115,7 +124,7 @@ class _Then(_Frozen):
         return self.otherwise()
 
 
-class Slot(_Frozen):
+class Slot(_Frozen, SlotOps):
     """One output of the pipeline: reads record field ``field`` (default:
     the slot's name), decodes it, and transforms it. Methods return a new
     slot; the chain is the op order."""
@@ -145,10 +154,10 @@ class Slot(_Frozen):
             raise PlanError(f"slot {self.name!r} has no decoder: start it with decode_image(), decode_bytes(), decode_npy() or decode_safetensors() before {o.name}")
         return Slot(self.name, field=self.field, optional=self.optional, stack=self.stack, active=self.active, ops=(*self.ops, o))
 
-    def _add(self, factory: Any, *args: Any, **kwargs: Any) -> Slot:
-        """Appends ``factory(*args, **kwargs)``; a parameter error names this slot."""
+    def _add(self, name: str, *args: Any, **kwargs: Any) -> Slot:
+        """Appends ``dataio.transforms.<name>(*args, **kwargs)``; a parameter error names this slot."""
         try:
-            o = factory(*args, **kwargs)
+            o = getattr(T, name)(*args, **kwargs)
         except PlanError as e:
             raise PlanError(f"slot \"{self.name}\", {e}") from None
         return self._append(o)
@@ -179,54 +188,8 @@ class Slot(_Frozen):
             raise PlanError(f"slot {self.name!r}: branches come after the decoder")
         return _When(self, pred)
 
-    # Shorthand for the built-in ops (same as dataio.transforms.*).
-    def decode_image(self, mode: str = "rgb", *, max_pixels: int | None = None, dct_scaling: bool = True, apply_exif_orientation: bool = True) -> Slot:
-        return self._add(T.decode_image, mode, max_pixels=max_pixels, dct_scaling=dct_scaling, apply_exif_orientation=apply_exif_orientation)
-
-    def decode_bytes(self) -> Slot:
-        return self._add(T.decode_bytes)
-
-    def decode_npy(self) -> Slot:
-        return self._add(T.decode_npy)
-
-    def decode_safetensors(self, tensor_key: str | Col) -> Slot:
-        return self._add(T.decode_safetensors, tensor_key)
-
-    def resize(self, h: int | Col, w: int | Col, *, interpolation: str = "bilinear", antialias: bool = True) -> Slot:
-        return self._add(T.resize, h, w, interpolation=interpolation, antialias=antialias)
-
-    def resize_short(self, size: int | Col, *, interpolation: str = "bilinear", antialias: bool = True, max_size: int | Col | None = None) -> Slot:
-        return self._add(T.resize_short, size, interpolation=interpolation, antialias=antialias, max_size=max_size)
-
-    def resize_long(self, size: int | Col, *, interpolation: str = "bilinear", antialias: bool = True) -> Slot:
-        return self._add(T.resize_long, size, interpolation=interpolation, antialias=antialias)
-
-    def center_crop(self, h: int | Col, w: int | Col) -> Slot:
-        return self._add(T.center_crop, h, w)
-
-    def crop(self, top: int | Col, left: int | Col, h: int | Col, w: int | Col) -> Slot:
-        return self._add(T.crop, top, left, h, w)
-
-    def random_crop(self, h: int | Col, w: int | Col) -> Slot:
-        return self._add(T.random_crop, h, w)
-
-    def random_resized_crop(self, h: int | Col, w: int | Col, **kw: Any) -> Slot:
-        return self._add(T.random_resized_crop, h, w, **kw)
-
-    def hflip(self, p: float = 0.5) -> Slot:
-        return self._add(T.hflip, p)
-
-    def vflip(self, p: float = 0.5) -> Slot:
-        return self._add(T.vflip, p)
-
-    def normalize(self, mean_std: Any = "imagenet", *, layout: str = "CHW") -> Slot:
-        return self._add(T.normalize, mean_std, layout=layout)
-
-    def to_chw(self) -> Slot:
-        return self._add(T.to_chw)
-
-    def cast(self, dtype: str) -> Slot:
-        return self._add(T.cast, dtype)
+    # The shorthands of the built-in ops (slot.resize(...)) come from SlotOps,
+    # generated from the op table into _ops_generated.py.
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -259,6 +222,7 @@ class Map(_Frozen):
     Keep them to renaming and light arithmetic; heavy work belongs in ops."""
 
     __slots__ = ("fn",)
+    fn: Callable[[Any], Any]
 
     def __init__(self, fn: Callable[[Any], Any]) -> None:
         if not callable(fn):
@@ -282,6 +246,12 @@ class BatchStage(_Frozen):
     """The shape stage: how records become batches."""
 
     __slots__ = ("kind", "size", "drop_last", "key", "prefetch", "max_open_groups")
+    kind: str  # "batch", "group_by" or "collate"
+    size: int | None
+    drop_last: bool
+    key: str | None
+    prefetch: int
+    max_open_groups: int | None
 
     def __init__(
         self,
@@ -331,10 +301,6 @@ def _rebuild_stage(kind: str, size: int | None, drop_last: bool, key: str | None
     return BatchStage(kind, size=size, drop_last=drop_last, key=key, prefetch=prefetch, max_open_groups=max_open_groups)
 
 
-#: The group key `collate()` injects: each item of the source is one batch.
-COLLATE_KEY = "__dataio_batch__"
-
-
 def slot(name: str, optional: bool = False, *, field: str | None = None, stack: str = "auto") -> Slot:
     """A pipeline output named ``name`` reading record field ``field`` (default ``name``).
 
@@ -344,7 +310,7 @@ def slot(name: str, optional: bool = False, *, field: str | None = None, stack: 
     return Slot(name, field=field, optional=optional, stack=stack)
 
 
-def map(fn: Callable[[Any], Any]) -> Map:  # noqa: A001 - the spec's name
+def map(fn: Callable[[Any], Any]) -> Map:  # noqa: A001 - the public name dataio.map, a record map
     """A record map (before the shape stage) or a batch map (after it)."""
     return Map(fn)
 
@@ -376,6 +342,12 @@ class Pipeline(_Frozen):
     """An immutable plan. ``bind(records)`` attaches a record source."""
 
     __slots__ = ("record_maps", "slots", "shape", "batch_maps", "batch_transforms", "_compiled")
+    record_maps: tuple[Map, ...]
+    slots: tuple[Slot, ...]
+    shape: BatchStage
+    batch_maps: tuple[Map, ...]
+    batch_transforms: tuple[Any, ...]
+    _compiled: _native.CompiledPlan | None
 
     def __init__(self, *stages: Any) -> None:
         record_maps: list[Map] = []
@@ -422,9 +394,7 @@ class Pipeline(_Frozen):
         self.compiled()  # native validation now, not at the first batch
 
     def to_json(self) -> dict[str, Any]:
-        from ._plugins import host
-
-        builtin = set(__import__("dataio._ops", fromlist=["BUILTIN_OPS"]).BUILTIN_OPS)
+        builtin = set(BUILTIN_OPS)
         external = sorted({name for name in _op_names(self.slots) if name not in builtin and host.op(name) is not None})
         return {
             "version": 1,
@@ -435,13 +405,28 @@ class Pipeline(_Frozen):
         }
 
     def compiled(self) -> _native.CompiledPlan:
-        if self._compiled is None:
+        compiled = self._compiled
+        if compiled is None:
             try:
                 compiled = _native.compile_plan(json.dumps(self.to_json()))
             except ValueError as e:
                 raise PlanError(str(e)) from None
             object.__setattr__(self, "_compiled", compiled)
-        return self._compiled
+        return compiled
+
+    def record_map_fn(self) -> Callable[[Any], Any] | None:
+        """The record maps chained into one function (``None`` when there are
+        none): what planning and execution run on each raw record."""
+        maps = [m.fn for m in self.record_maps]
+        if not maps:
+            return None
+
+        def prepare(record: Any) -> Any:
+            for fn in maps:
+                record = fn(record)
+            return record
+
+        return prepare
 
     @property
     def signature(self) -> str:
@@ -511,11 +496,71 @@ class BoundPipeline:
         self.pipeline = pipe
         self.records = records
 
-    def run(self, output: str = "torch", **options: Any):  # -> dataio.loader.Loader
+    def run(
+        self,
+        output: str = "torch",
+        *,
+        concurrency: int | str = "auto",
+        order: str = "submit",
+        on_failure: str = "raise",
+        log_errors: bool | Callable[[RowError], Any] = False,
+        seed: int | None = None,
+        shard: dict[str, Any] | None = None,
+        context: Callable[[Any], Any] | None = None,
+        device: str | None = None,
+        epoch: int = 0,
+        prefetch: int | None = None,
+        executor: str | Executor | None = None,
+    ) -> Loader:
         """Start the runtime. See :class:`dataio.loader.Loader` for the options."""
-        from .loader import Loader
+        return Loader(
+            self,
+            output,
+            concurrency=concurrency,
+            order=order,
+            on_failure=on_failure,
+            log_errors=log_errors,
+            seed=seed,
+            shard=shard,
+            context=context,
+            device=device,
+            epoch=epoch,
+            prefetch=prefetch,
+            executor=executor,
+        )
 
-        return Loader(self, output, **options)
+    def epoch_job(
+        self,
+        *,
+        concurrency: int | str = "auto",
+        order: str = "submit",
+        on_failure: str = "raise",
+        log_errors: bool | Callable[[RowError], Any] = False,
+        seed: int | None = None,
+        shard: dict[str, Any] | None = None,
+        context: Callable[[Any], Any] | None = None,
+        device: str | None = None,
+        epoch: int = 0,
+        prefetch: int | None = None,
+    ) -> EpochJob:
+        """The :class:`~dataio.contract.EpochJob` of the first epoch that
+        ``run(**options)`` would start, without starting anything: for an
+        executor that is not a loader's (``dataio_ray.to_dataset``). The
+        options are checked as ``run()`` checks them; ``log_errors`` and
+        ``device`` act on delivery only and leave the job as it is."""
+        return epoch_job(
+            self,
+            concurrency=concurrency,
+            order=order,
+            on_failure=on_failure,
+            log_errors=log_errors,
+            seed=seed,
+            shard=shard,
+            context=context,
+            device=device,
+            epoch=epoch,
+            prefetch=prefetch,
+        )
 
     def __repr__(self) -> str:
         return f"<bound {self.pipeline.signature[:12]} over {type(self.records).__name__}>"

@@ -21,14 +21,18 @@ import functools
 import itertools
 import os
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from dataio.contract import EpochJob, PlannedBatch, TaggedArray
 from dataio.errors import InvalidArgumentError
-from dataio.executor import EpochJob, PlannedBatch, run_planned
+from dataio.executor import run_planned
 from ray.data import Dataset, read_datasource
 from ray.data.block import BlockAccessor, BlockMetadata
 from ray.data.datasource import Datasource, ReadTask
+
+if TYPE_CHECKING:
+    from dataio.pipeline import BoundPipeline, Pipeline
 
 __all__ = ["INDEX_COLUMN", "KEY_COLUMN", "DataioDatasource", "to_dataset"]
 
@@ -36,52 +40,29 @@ KEY_COLUMN = "__key__"
 INDEX_COLUMN = "__index__"
 
 
-class _CaptureJob:
-    """An executor that only records the job the loader gives it: the
-    loader's own argument checks and defaults make the epoch's job, so
-    ``to_dataset`` accepts exactly the options ``run()`` does."""
-
-    job: EpochJob | None = None
-
-    def start(self, job: EpochJob) -> _CaptureJob:
-        self.job = job
-        return self
-
-    # The EpochRun the loader holds until it is closed: it runs nothing.
-    position = 0
-
-    def next_batch(self) -> None:
-        return None
-
-    def stats(self) -> dict[str, Any]:
-        return {}
-
-    def close(self) -> None:
-        pass
-
-
-def epoch_job(bound: Any, run_options: dict[str, Any]) -> EpochJob:
-    """The ``EpochJob`` that ``bound.run(**run_options)`` would execute."""
+def epoch_job(bound: BoundPipeline, run_options: dict[str, Any]) -> EpochJob:
+    """The ``EpochJob`` that ``bound.run(**run_options)`` would execute: the
+    loader's own argument checks and defaults make it, so ``to_dataset``
+    accepts the options ``run()`` does."""
     if "executor" in run_options:
         raise InvalidArgumentError("to_dataset() executes inside Ray Data's tasks; leave out executor=")
-    capture = _CaptureJob()
-    loader = bound.run("numpy", executor=capture, **run_options)
-    loader.close()
-    if capture.job is None:
-        raise InvalidArgumentError("the loader did not start an epoch")
-    return capture.job
+    return bound.epoch_job(**run_options)
+
+
+def _array(value: Any) -> Any:
+    """bfloat16/float8 slots, which numpy lacks, arrive as their raw bits (uint16/uint8)."""
+    return np.asarray(value.array if isinstance(value, TaggedArray) else value)
 
 
 def _column(values: Any) -> Any:
     """A slot's rows as Ray Data takes them: the array itself (rows first),
-    or for variable shapes a list of arrays. bfloat16/float8 slots, which
-    numpy lacks, arrive as their raw bits (uint16/uint8)."""
+    or for variable shapes a list of arrays."""
     if isinstance(values, list):
-        return [None if v is None else np.asarray(getattr(v, "array", v)) for v in values]
-    return np.asarray(getattr(values, "array", values))
+        return [None if v is None else _array(v) for v in values]
+    return _array(values)
 
 
-def _read(pipeline: Any, planned: list[PlannedBatch], options: dict[str, Any], with_keys: bool) -> Iterator[Any]:
+def _read(pipeline: Pipeline, planned: list[PlannedBatch], options: dict[str, Any], with_keys: bool) -> Iterator[Any]:
     # A Ray task reserves its CPUs (one by default); the engine's pool in this
     # worker process is sized to them unless the user sized it.
     if "DATAIO_CPU_THREADS" not in os.environ:
@@ -147,7 +128,7 @@ class DataioDatasource(Datasource):
 
 
 def to_dataset(
-    bound: Any,
+    bound: BoundPipeline,
     *,
     with_keys: bool = False,
     batches_per_task: int = 8,

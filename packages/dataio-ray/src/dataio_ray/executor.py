@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import heapq
 import itertools
 import logging
 import threading
@@ -48,10 +47,11 @@ from dataclasses import dataclass, field
 from typing import Any, Self
 
 from dataio.errors import DataioError, InvalidArgumentError
-from dataio.executor import EpochJob, FinishedBatch, PlannedBatch
+from dataio.contract import EpochJob, FinishedBatch
 
 from .errors import RayExecutorError, WorkersLostError
 from .stats import WORKER_COUNTERS, describe_workers
+from .window import BatchWindow, RetriesSpent
 
 __all__ = ["RayExecutor"]
 
@@ -298,10 +298,12 @@ def _kill_all(workers: list[_Worker]) -> None:
 
 
 class RayEpochRun:
-    """One epoch on the cluster (``dataio.executor.EpochRun``). Driven by
+    """One epoch on the cluster (``dataio.contract.EpochRun``). Driven by
     the loader's ``next_batch()`` calls: each tops up the window, sends
     batches to free workers, and waits (GIL released, inside ``ray.wait``)
-    until the batch it may deliver is back."""
+    until the batch it may deliver is back. Which batches are where, and the
+    position, is the :class:`~dataio_ray.window.BatchWindow`'s business;
+    this class talks to Ray."""
 
     def __init__(self, executor: RayExecutor, job: EpochJob) -> None:
         import ray
@@ -309,29 +311,18 @@ class RayEpochRun:
         self._ray = ray
         self._ex = executor
         self._job = job
-        self._completion = job.order == "completion"
         in_flight = executor.num_workers * executor.inflight_per_worker * executor.batches_per_task
-        self._window = executor.window or (in_flight + max(0, job.prefetch))
+        size = executor.window or (in_flight + max(0, job.prefetch))
         self._config_id = uuid.uuid4().hex
         from .worker import EpochConfig
 
         self._config = ray.put(EpochConfig(job.pipeline, job.run_options()))
-        self._plan = iter(job.plan())
-        self._plan_done = False
-        self._planned: dict[int, PlannedBatch] = {}  # in the window, not delivered
-        self._plan_order: collections.deque[int] = collections.deque()  # the window's seqs in plan order
-        self._queue: list[int] = []  # heap of seqs waiting for a worker (retries go first: lower seqs)
-        self._attempts: dict[int, int] = collections.Counter()
+        self._window = BatchWindow(iter(job.plan()), size=size, start=job.start, completion=job.order == "completion")
         self._calls: dict[Any, _Call] = {}  # ObjectRef → call
-        self._ready: dict[int, Any] = {}  # seq → FinishedBatch or FailedBatch, not delivered
-        self._delivered_ahead: set[int] = set()  # completion order: delivered past the prefix
-        self._ends: dict[int, int] = {}  # their end positions
-        self._position = job.start
         self._no_worker_since: float | None = None
         self._t0 = time.monotonic()
         self._totals: dict[str, float] = collections.Counter()
         self._per_worker: dict[int, dict[str, float]] = {}
-        self._delivered = 0
         self._retried = 0
         # stats() may be called from another thread (a progress display)
         # while next_batch() works; the lock is let go while waiting on Ray.
@@ -342,17 +333,17 @@ class RayEpochRun:
 
     @property
     def position(self) -> int:
-        return self._position
+        return self._window.position
 
     def next_batch(self) -> FinishedBatch | None:
         with self._lock:
             while not self.closed:
-                self._top_up()
+                self._window.top_up()
                 self._dispatch()
-                item = self._take_deliverable()
+                item = self._window.take_deliverable()
                 if item is not None:
                     return self._deliver(item)
-                if not self._planned and self._plan_done:
+                if self._window.done:
                     return None
                 self._wait()
             return None
@@ -364,15 +355,15 @@ class RayEpochRun:
     def _stats(self) -> dict[str, Any]:
         in_flight = [s for c in self._calls.values() for s in c.seqs]
         out: dict[str, Any] = dict(self._totals)  # the engine counters, summed over workers
+        window = self._window
         out.update(
-            records_in_flight=sum(len(self._planned[s]) for s in in_flight if s in self._planned),
-            records_admitted=int(self._totals.get("records_done", 0) + self._totals.get("records_failed", 0))
-            + sum(len(self._planned[s]) for s in in_flight if s in self._planned),
-            batches_in_window=len(self._planned) - len(self._ready),
-            batches_ready=len(self._ready),
-            batches_delivered=self._delivered,
+            records_in_flight=window.rows(in_flight),
+            records_admitted=int(self._totals.get("records_done", 0) + self._totals.get("records_failed", 0)) + window.rows(in_flight),
+            batches_in_window=window.undelivered - window.ready,
+            batches_ready=window.ready,
+            batches_delivered=window.delivered,
             elapsed_seconds=time.monotonic() - self._t0,
-            window=self._window,
+            window=window.size,
             batches_retried=self._retried,
             # The CPU threads that execute: the workers' pools, not the trainer's.
             cpu_threads=sum(max(1, int(self._ex.num_cpus_per_worker)) for w in self._ex._workers if w.state == "ready"),
@@ -389,30 +380,13 @@ class RayEpochRun:
             self._release()
 
     def _release(self) -> None:
-        unfinished = bool(self._planned) or not self._plan_done
         self._calls.clear()
-        self._ready.clear()
-        self._planned.clear()
-        stop_planning = getattr(self._plan, "close", None)  # a generator over the native planner
-        if stop_planning is not None:
-            stop_planning()
+        unfinished = self._window.close()
         if unfinished:
             # Mid-epoch: the workers may be busy with batches nobody wants now.
             _kill_all(self._ex._workers)
 
-    # -- planning and dispatch ------------------------------------------------
-
-    def _top_up(self) -> None:
-        """Plans batches until the window is full (counted from the oldest undelivered)."""
-        while not self._plan_done and len(self._planned) < self._window:
-            try:
-                planned = next(self._plan)
-            except StopIteration:
-                self._plan_done = True
-                break
-            self._planned[planned.seq] = planned
-            self._plan_order.append(planned.seq)
-            heapq.heappush(self._queue, planned.seq)
+    # -- dispatch -------------------------------------------------------------
 
     def _free_workers(self, alone: bool = False) -> list[_Worker]:
         """Ready workers with room for a call, least busy first; ``alone``:
@@ -424,67 +398,38 @@ class RayEpochRun:
         return sorted(free, key=lambda w: busy[w.index])
 
     def _dispatch(self) -> None:
-        per_task = self._ex.batches_per_task
-        while self._queue:
+        window, max_retries = self._window, self._ex.max_batch_retries
+        while window.queued:
             # A batch lost before runs alone on an idle worker: when a worker
             # dies, every batch it held is lost, and only one of them may be
             # what killed it. Alone, the others come through on their retry
             # and only a batch that kills every worker spends its budget.
-            retry = self._attempts[self._queue[0]] > 0
+            retry = window.retry_next
             free = self._free_workers(alone=retry)
             if not free:
                 return
             worker = free[0]
-            take = 1 if retry else min(per_task, len(self._queue))
-            seqs = []
-            while len(seqs) < take and self._queue and (retry or self._attempts[self._queue[0]] == 0):
-                seqs.append(heapq.heappop(self._queue))
-            for s in seqs:
-                if self._attempts[s] > self._ex.max_batch_retries:
-                    raise WorkersLostError(
-                        f"batch {s} was lost {self._attempts[s]} times (max_batch_retries={self._ex.max_batch_retries}); "
-                        f"workers: {'; '.join(self._ex.workers())}",
-                        batch=s,
-                        attempts=self._attempts[s],
-                        workers=self._ex.workers(),
-                    )
-                self._attempts[s] += 1
-            ref = worker.handle.run.remote(self._config_id, [self._config], [self._planned[s] for s in seqs])
+            try:
+                seqs = window.take(self._ex.batches_per_task, max_retries)
+            except RetriesSpent as e:
+                raise WorkersLostError(
+                    f"batch {e.seq} was lost {e.lost} times (max_batch_retries={max_retries}); "
+                    f"workers: {'; '.join(self._ex.workers())}",
+                    batch=e.seq,
+                    attempts=e.lost,
+                    workers=self._ex.workers(),
+                ) from None
+            ref = worker.handle.run.remote(self._config_id, [self._config], window.batches(seqs))
             self._calls[ref] = _Call(worker, seqs, time.monotonic(), alone=retry)
 
     # -- results --------------------------------------------------------------
-
-    def _take_deliverable(self) -> Any:
-        if not self._ready:
-            return None
-        if self._completion:
-            seq = next(iter(self._ready))
-        else:
-            seq = self._plan_order[0]
-            if seq not in self._ready:
-                return None
-        return self._ready.pop(seq)
 
     def _deliver(self, item: Any) -> FinishedBatch:
         from .worker import FailedBatch
 
         if isinstance(item, FailedBatch):
             raise item.error
-        seq = item.seq
-        planned = self._planned.pop(seq)
-        self._attempts.pop(seq, None)
-        self._delivered += 1
-        # The position moves over the contiguous prefix of delivered batches.
-        if self._plan_order and self._plan_order[0] == seq:
-            self._plan_order.popleft()
-            self._position = planned.end_position
-            while self._plan_order and self._plan_order[0] in self._delivered_ahead:
-                s = self._plan_order.popleft()
-                self._delivered_ahead.discard(s)
-                self._position = self._ends.pop(s)
-        else:
-            self._delivered_ahead.add(seq)
-            self._ends[seq] = planned.end_position
+        self._window.deliver(item.seq)
         return item
 
     def _wait(self) -> None:
@@ -547,9 +492,8 @@ class RayEpochRun:
         row["transfer_seconds"] += transfer
         row["calls"] += 1
         for item in result.batches:
-            if item.seq not in self._planned or item.seq in self._ready:
+            if not self._window.arrived(item):
                 continue  # a duplicate from a retried call
-            self._ready[item.seq] = item
             for k, v in (getattr(item, "stats", None) or {}).items():
                 if isinstance(v, (int, float)):
                     self._totals[k] += v
@@ -569,11 +513,10 @@ class RayEpochRun:
             return False
 
     def _requeue(self, call: _Call) -> None:
-        for s in call.seqs:
-            if s in self._planned and s not in self._ready:
-                heapq.heappush(self._queue, s)
-                self._retried += 1
-                self._worker_row(call.worker)["batches_lost"] += 1
+        lost = self._window.requeue(call.seqs)
+        if lost:
+            self._retried += lost
+            self._worker_row(call.worker)["batches_lost"] += lost
 
     def _lose_worker(self, worker: _Worker, why: str) -> None:
         if worker.state == "dead":

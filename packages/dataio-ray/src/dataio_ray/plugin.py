@@ -30,7 +30,7 @@ def dataio_register_executors(register: ExecutorRegistrar) -> None:
 
 def report() -> Mapping[str, Any]:
     if importlib.util.find_spec("ray") is None:
-        return {"status": "unavailable", "detail": "ray is not installed (pip install 'dataio[ray]')"}
+        return {"status": "unavailable", "detail": "ray is not installed (pip install 'ray[data,train]==2.60.0')"}
     ray_version = importlib.metadata.version("ray")
     return {"status": "ok", "detail": f"executor 'ray' and to_dataset() on ray {ray_version} (dataio-ray {__version__})"}
 

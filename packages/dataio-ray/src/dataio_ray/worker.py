@@ -23,18 +23,22 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ray
+from dataio.contract import FinishedBatch, PlannedBatch
 from dataio.errors import RowError
-from dataio.executor import FinishedBatch, PlannedBatch, run_planned
+from dataio.executor import run_planned
+
+if TYPE_CHECKING:
+    from dataio.pipeline import Pipeline
 
 
 @dataclass(frozen=True)
 class EpochConfig:
     """What every call of an epoch shares: put into the object store once."""
 
-    pipeline: Any
+    pipeline: Pipeline
     options: dict[str, Any]  # run_planned's keyword arguments (EpochJob.run_options())
 
 
