@@ -63,12 +63,15 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(backends::backend_info, m)?)?;
     m.add_function(wrap_pyfunction!(report::cpu_features, m)?)?;
     m.add_function(wrap_pyfunction!(report::pool_info, m)?)?;
+    m.add_function(wrap_pyfunction!(report::jpeg_simd, m)?)?;
+    m.add_function(wrap_pyfunction!(report::install_hint, m)?)?;
     m.add_function(wrap_pyfunction!(report::probe_libraries, m)?)?;
     m.add_function(wrap_pyfunction!(rules::uri_scheme, m)?)?;
     m.add_function(wrap_pyfunction!(rules::uri_local_path, m)?)?;
     m.add_function(wrap_pyfunction!(rules::shard_check, m)?)?;
     m.add_function(wrap_pyfunction!(rules::shard_count, m)?)?;
     m.add_function(wrap_pyfunction!(rules::safetensors_dtypes, m)?)?;
+    m.add_function(wrap_pyfunction!(rules::safetensors_max_header, m)?)?;
     m.add_function(wrap_pyfunction!(rules::safetensors_header_len, m)?)?;
     m.add_function(wrap_pyfunction!(rules::safetensors_header, m)?)?;
     Ok(())

@@ -5,7 +5,9 @@
 
 Every factory validates its parameters when called against the native op
 table (:mod:`dataio._ops`), so a wrong type fails where the pipeline is
-written. The sizes of the geometry ops (``resize``, ``resize_short``,
+written. Most factories are generated from that table into
+``_ops_generated.py`` (``python -m dataio._ops_gen``); ``normalize`` and
+``cast`` are written here. The sizes of the geometry ops (``resize``, ``resize_short``,
 ``resize_long``, ``center_crop``, ``crop``, ``random_crop``,
 ``random_resized_crop``) also take ``dataio.col(field)``: the value is read
 from each record when it runs (``resize(h=dataio.col("h"), w=dataio.col("w"))``).
@@ -18,31 +20,15 @@ import types
 from collections.abc import Mapping
 from typing import Any
 
+from . import _ops_generated
 from ._ops import BUILTIN_OPS, Param
+from ._ops_generated import *  # noqa: F403 - the factories generated from the op table
 from .errors import PlanError
 
-__all__ = [
-    "Op",
-    "Col",
-    "col",
-    "op",
-    "decode_image",
-    "decode_bytes",
-    "decode_npy",
-    "decode_safetensors",
-    "resize",
-    "resize_short",
-    "resize_long",
-    "center_crop",
-    "crop",
-    "random_crop",
-    "random_resized_crop",
-    "hflip",
-    "vflip",
-    "normalize",
-    "to_chw",
-    "cast",
-]
+__all__ = ["Op", "Col", "col", "op", "normalize", "cast"]
+__all__ += _ops_generated.__all__
+for _name in _ops_generated.__all__:  # help() and pickle name them dataio.transforms.<op>
+    getattr(_ops_generated, _name).__module__ = __name__
 
 
 class Col:
@@ -70,12 +56,12 @@ class Col:
     def __reduce__(self) -> Any:
         return (Col, (self.name,))
 
-    def is_null(self):  # noqa: ANN201 - convenience: dataio.col(x) in predicates
+    def is_null(self):  # convenience: dataio.col(x) in predicates
         from .cond import col as _c
 
         return _c(self.name).is_null()
 
-    def is_not_null(self):  # noqa: ANN201
+    def is_not_null(self):
         from .cond import col as _c
 
         return _c(self.name).is_not_null()
@@ -187,71 +173,8 @@ def op(name: str, **params: Any) -> Op:
     return Op(name, params)
 
 
-def decode_image(mode: str = "rgb", *, max_pixels: int | None = None, dct_scaling: bool = True, apply_exif_orientation: bool = True) -> Op:
-    """Decode JPEG/PNG/WebP/GIF/BMP/TIFF to HWC uint8.
-
-    ``mode="rgb"`` drops alpha (``"rgba"`` keeps it, ``"gray"`` is the luma);
-    16-bit images become 8-bit by ``round(v / 257)``; the EXIF orientation
-    tag turns the image upright in every format that carries one, unless
-    ``apply_exif_orientation=False`` (docs/formats.md has the rules)."""
-    return op("decode_image", mode=mode, max_pixels=max_pixels, dct_scaling=dct_scaling, apply_exif_orientation=apply_exif_orientation)
-
-
-def decode_bytes() -> Op:
-    """Raw bytes as a 1-D uint8 tensor; numeric and bool fields as scalars."""
-    return op("decode_bytes")
-
-
-def decode_npy() -> Op:
-    return op("decode_npy")
-
-
-def decode_safetensors(tensor_key: str | Col) -> Op:
-    return op("decode_safetensors", tensor_key=tensor_key)
-
-
-def resize(h: int | Col, w: int | Col, *, interpolation: str = "bilinear", antialias: bool = True) -> Op:
-    return op("resize", h=h, w=w, interpolation=interpolation, antialias=antialias)
-
-
-def resize_short(size: int | Col, *, interpolation: str = "bilinear", antialias: bool = True, max_size: int | Col | None = None) -> Op:
-    return op("resize_short", size=size, interpolation=interpolation, antialias=antialias, max_size=max_size)
-
-
-def resize_long(size: int | Col, *, interpolation: str = "bilinear", antialias: bool = True) -> Op:
-    return op("resize_long", size=size, interpolation=interpolation, antialias=antialias)
-
-
-def center_crop(h: int | Col, w: int | Col) -> Op:
-    return op("center_crop", h=h, w=w)
-
-
-def crop(top: int | Col, left: int | Col, h: int | Col, w: int | Col) -> Op:
-    return op("crop", top=top, left=left, h=h, w=w)
-
-
-def random_crop(h: int | Col, w: int | Col) -> Op:
-    return op("random_crop", h=h, w=w)
-
-
-def random_resized_crop(
-    h: int | Col,
-    w: int | Col,
-    *,
-    scale: tuple[float, float] = (0.08, 1.0),
-    ratio: tuple[float, float] = (3 / 4, 4 / 3),
-    interpolation: str = "bilinear",
-    antialias: bool = True,
-) -> Op:
-    return op("random_resized_crop", h=h, w=w, scale=scale, ratio=ratio, interpolation=interpolation, antialias=antialias)
-
-
-def hflip(p: float = 0.5) -> Op:
-    return op("hflip", p=p)
-
-
-def vflip(p: float = 0.5) -> Op:
-    return op("vflip", p=p)
+# The factories that do more than the table says (dataio._ops_gen.HAND_WRITTEN
+# says what); the others are generated into _ops_generated.py, imported above.
 
 
 def normalize(mean_std: str | tuple[Any, Any] = "imagenet", *, layout: str = "CHW") -> Op:
@@ -261,9 +184,6 @@ def normalize(mean_std: str | tuple[Any, Any] = "imagenet", *, layout: str = "CH
     return op("normalize", mean_std=mean_std, layout=layout)
 
 
-def to_chw() -> Op:
-    return op("to_chw")
-
-
 def cast(dtype: str) -> Op:
+    """Convert the dtype: a name (``"float32"``) or a torch or numpy dtype."""
     return op("cast", dtype=str(dtype).replace("torch.", ""))

@@ -1,31 +1,28 @@
-"""URI helpers shared by the Python modules."""
+"""URI helpers shared by the Python modules: thin wrappers over the engine's
+URI rules (``dataio._native``), so a string means here what it means to the
+IO layer. A URI the IO layer refuses (``1x://a``, ``://a``, ``a_b://c``,
+``file://rel``) raises the same :class:`dataio.errors.InvalidURIError`."""
 
 from __future__ import annotations
 
 import os
 
+from . import _native
+
 __all__ = ["scheme", "local_path", "join"]
 
 
 def scheme(uri: str) -> str | None:
-    head, sep, _ = uri.partition("://")
-    if not sep or not head or not head[0].isalpha():
-        return None
-    return head.lower()
+    """The scheme, lower-case (``"file"`` for ``file://``), or None for a plain path."""
+    return _native.uri_scheme(uri)
 
 
 def local_path(uri: str) -> str | None:
     """The filesystem path of a local URI (plain path or file://), else None."""
-    s = scheme(uri)
-    if s is None:
-        return uri
-    if s == "file":
-        rest = uri[len("file://") :]
-        return rest[len("localhost") :] if rest.startswith("localhost/") else rest
-    return None
+    return _native.uri_local_path(uri)
 
 
 def join(base: str, name: str) -> str:
-    if local_path(base) is not None and scheme(base) is None:
+    if scheme(base) is None:  # a plain path: the platform's rule
         return os.path.join(base, name)
     return base.rstrip("/") + "/" + name

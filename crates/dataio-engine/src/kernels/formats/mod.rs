@@ -2,4 +2,5 @@
 
 pub mod npy;
 pub mod safetensors;
+pub mod safetensors_header;
 pub mod tfrecord;

@@ -28,7 +28,10 @@ fn bad(uri: &str, what: impl std::fmt::Display) -> Error {
 
 /// Finds every record's payload `(offset, len)` in a whole file.
 pub fn split_records(uri: &str, data: &[u8], check_crc: bool) -> Result<Vec<(usize, usize)>> {
-    crate::base::guard::catch(|m| Error::corrupt(uri, "TFRecord file", format!("the parser failed on it ({m})")), || split_records_unguarded(uri, data, check_crc))
+    crate::base::guard::catch(
+        |m| Error::corrupt(uri, "TFRecord file", format!("the parser failed on it ({m})")),
+        || split_records_unguarded(uri, data, check_crc),
+    )
 }
 
 fn split_records_unguarded(uri: &str, data: &[u8], check_crc: bool) -> Result<Vec<(usize, usize)>> {

@@ -42,28 +42,20 @@ __all__ = [
     "parse_size",
 ]
 
-MAX_HEADER = 100_000_000
+#: The largest header the ``safetensors`` crate reads (its own limit, from the native layer).
+MAX_HEADER = _native.safetensors_max_header()
 INDEX_NAME = "model.safetensors.index.json"
 SINGLE_NAME = "model.safetensors"
 _SHARD = re.compile(r"^model-\d{5}-of-\d{5}\.safetensors$")
 
-#: dtype name -> (bytes per element, numpy name or None, torch attribute)
+# Engine dtypes numpy has no dtype for (ml_dtypes provides them).
+_NOT_IN_NUMPY = frozenset({"bfloat16", "float8_e4m3fn", "float8_e5m2"})
+
+#: dtype name -> (bytes per element, numpy name or None, torch attribute), from
+#: the native layer: the safetensors crate's names and sizes of the engine's
+#: dtypes (whose names are torch's).
 DTYPES: dict[str, tuple[int, str | None, str]] = {
-    "BOOL": (1, "bool", "bool"),
-    "U8": (1, "uint8", "uint8"),
-    "I8": (1, "int8", "int8"),
-    "F8_E5M2": (1, None, "float8_e5m2"),
-    "F8_E4M3": (1, None, "float8_e4m3fn"),
-    "I16": (2, "int16", "int16"),
-    "U16": (2, "uint16", "uint16"),
-    "F16": (2, "float16", "float16"),
-    "BF16": (2, None, "bfloat16"),
-    "I32": (4, "int32", "int32"),
-    "U32": (4, "uint32", "uint32"),
-    "F32": (4, "float32", "float32"),
-    "F64": (8, "float64", "float64"),
-    "I64": (8, "int64", "int64"),
-    "U64": (8, "uint64", "uint64"),
+    name: (size, None if engine in _NOT_IN_NUMPY else engine, engine) for name, size, engine in _native.safetensors_dtypes()
 }
 _RAW = {1: "uint8", 2: "uint16"}
 
@@ -181,63 +173,13 @@ def _layout(
 
 
 def _parse_header(uri: str, prefix: bytes, file_size: int) -> tuple[int, dict[str, _Entry], dict[str, str]]:
-    """Validates the header; returns (data start, entries, metadata)."""
-
-    def bad(msg: str) -> CorruptDataError:
-        return CorruptDataError(f"{uri}: invalid safetensors file: {msg}")
-
-    if len(prefix) < 8 or file_size < 8:
-        raise bad(f"{file_size} bytes is too short for the 8-byte header length")
-    (n,) = struct.unpack("<Q", prefix[:8])
-    if n > MAX_HEADER:
-        raise bad(f"the header claims {n} bytes (limit {MAX_HEADER})")
-    if 8 + n > file_size:
-        raise bad(f"the header claims {n} bytes but the file has {file_size - 8} after the length (truncated?)")
-    raw = prefix[8 : 8 + n]
-    if len(raw) < n:
-        raise bad("the header is truncated")
-    try:
-        header = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise bad(f"the header is not valid UTF-8 JSON ({e})") from None
-    if not isinstance(header, dict):
-        raise bad("the header is not a JSON object")
-    meta = header.pop("__metadata__", None) or {}
-    if not isinstance(meta, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in meta.items()):
-        raise bad("__metadata__ must map strings to strings")
-    data_start = 8 + n
-    data_len = file_size - data_start
-    entries: dict[str, _Entry] = {}
-    for name, info in header.items():
-        if not isinstance(info, dict):
-            raise bad(f"tensor {name!r}: entry is not an object")
-        dtype, shape, offsets = info.get("dtype"), info.get("shape"), info.get("data_offsets")
-        if dtype not in DTYPES:
-            raise bad(f"tensor {name!r}: unknown dtype {dtype!r}")
-        if not isinstance(shape, list) or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
-            raise bad(f"tensor {name!r}: shape must be a list of non-negative integers, got {shape!r}")
-        if not (isinstance(offsets, list) and len(offsets) == 2 and all(isinstance(o, int) and not isinstance(o, bool) for o in offsets)):
-            raise bad(f"tensor {name!r}: data_offsets must be [begin, end]")
-        begin, end = offsets
-        if not 0 <= begin <= end <= data_len:
-            raise bad(f"tensor {name!r}: bytes [{begin}, {end}) lie outside the data section ({data_len} bytes)")
-        count = 1
-        for d in shape:
-            count *= d
-        if count * DTYPES[dtype][0] != end - begin:
-            raise bad(f"tensor {name!r}: shape {shape} of {dtype} needs {count * DTYPES[dtype][0]} bytes, the offsets give {end - begin}")
-        entries[name] = _Entry(name, dtype, shape, begin, end)
-    spans = sorted((e.begin, e.end, e.name) for e in entries.values())
-    pos = 0
-    for begin, end, name in spans:
-        if begin < pos:
-            raise bad(f"tensor {name!r} overlaps the previous tensor (bytes {begin} < {pos})")
-        if begin > pos:
-            raise bad(f"a gap of {begin - pos} bytes before tensor {name!r}")
-        pos = end
-    if pos != data_len:
-        raise bad(f"{data_len - pos} trailing bytes after the last tensor")
-    return data_start, entries, meta
+    """Validates the header with the native layer (the ``safetensors`` crate's
+    rules: size limit, dtypes, shapes against offsets, no gaps or overlaps,
+    ranges inside the file); returns (data start, entries, metadata).
+    Raises :class:`dataio.errors.CorruptDataError` naming ``uri``."""
+    data_start, tensors, meta = _native.safetensors_header(uri, prefix, file_size)
+    entries = {name: _Entry(name, dtype, shape, begin, end) for name, dtype, shape, begin, end in tensors}
+    return data_start, entries, dict(meta)
 
 
 # -- reading ------------------------------------------------------------------
@@ -263,7 +205,7 @@ def _numpy_dtype(dtype: str, uri: str) -> Any:
         try:
             import ml_dtypes
 
-            return np.dtype(getattr(ml_dtypes, {"BF16": "bfloat16", "F8_E4M3": "float8_e4m3fn", "F8_E5M2": "float8_e5m2"}[dtype]))
+            return np.dtype(getattr(ml_dtypes, DTYPES[dtype][2]))
         except ImportError:
             raise InvalidArgumentError(
                 f"{uri}: numpy has no {dtype} dtype; read with framework='torch' or install ml_dtypes"
@@ -284,18 +226,14 @@ class SafetensorsFile:
         meta = head(uri)  # typed errors: missing file, directory
         if meta.is_dir:
             raise InvalidArgumentError(f"{uri} is a directory; use read_safetensors() for checkpoint directories")
+        size = meta.size
         if self._local is not None:
-            size = meta.size
             with open(self._local, "rb") as f:
                 prefix = f.read(8)
-                if len(prefix) == 8:
-                    (n,) = struct.unpack("<Q", prefix)
-                    prefix += f.read(min(n, MAX_HEADER))
+                prefix += f.read(_native.safetensors_header_len(uri, prefix, size))
         else:
-            size = meta.size
-            first = read(uri, 0, min(8, size))
-            n = struct.unpack("<Q", first)[0] if len(first) == 8 else 0
-            prefix = first + (read(uri, 8, min(n, max(size - 8, 0), MAX_HEADER)) if len(first) == 8 and n <= MAX_HEADER else b"")
+            prefix = bytes(read(uri, 0, min(8, size)))
+            prefix += bytes(read(uri, 8, _native.safetensors_header_len(uri, prefix, size)))
         self.size = size
         self._data_start, self._entries, self._meta = _parse_header(uri, prefix, size)
 
