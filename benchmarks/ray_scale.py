@@ -18,8 +18,8 @@ trainer's wait for each batch's results (``transfer_seconds`` per batch).
 
     python benchmarks/ray_scale.py [--images 1024] [--epochs 2] [--workers 1,2]
 
-Needs dataio-ray (``pip install 'dataio[ray]'``) and the bench group's
-scikit-image for the JPEGs (``dataio.bench.datasets.build_images``). With
+Needs dataio-ray (``pip install --find-links wheelhouse/ dataio-ray``, see the
+README's Install section) and the bench group's scikit-image for the JPEGs (``dataio_bench.datasets.build_images``). With
 ``RAY_ADDRESS`` set it uses that cluster; otherwise it starts Ray on this
 machine with one CPU per worker of the largest run (``ray.init(num_cpus=)``).
 On a machine with fewer cores than workers + 1 the workers share cores with
@@ -112,7 +112,7 @@ def main() -> int:
     args = ap.parse_args()
     worker_counts = [int(x) for x in args.workers.split(",") if x]
 
-    from dataio.bench.datasets import build_images
+    from dataio_bench.datasets import build_images
 
     files = build_images(args.images, quiet=True)
     records = [{"key": Path(f).stem, "image": f} for f in files]

@@ -75,7 +75,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dataio.bench.nginx import Nginx, NginxUnavailable
+from dataio_bench.nginx import Nginx, NginxUnavailable
 
 import numpy as np
 
@@ -86,7 +86,7 @@ REGION = "us-east-1"
 MIB = 1 << 20
 
 
-# -- the server (dataio.bench.nginx) ------------------------------------------
+# -- the server (dataio_bench.nginx) ------------------------------------------
 
 # -- the data -----------------------------------------------------------------
 
@@ -113,7 +113,7 @@ def make_data(root: Path, n: int, size: int, large: int) -> tuple[list[str], str
                 chunk = os.urandom(min(left, 64 * MIB))
                 f.write(chunk)
                 left -= len(chunk)
-    for dirpath, dirnames, filenames in os.walk(root):
+    for dirpath, _dirnames, filenames in os.walk(root):
         os.chmod(dirpath, 0o755)
         for name in filenames:
             os.chmod(os.path.join(dirpath, name), 0o644)

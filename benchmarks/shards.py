@@ -32,7 +32,7 @@ from memory).
 
 **Where the shards live.** By default (local) every candidate reads the files
 in place. ``--remote nginx`` serves the dataset folder from nginx on
-127.0.0.1 (a child process on a free port, ``dataio.bench.nginx``: it answers
+127.0.0.1 (a child process on a free port, ``dataio_bench.nginx``: it answers
 path-style S3 GETs, ranged GETs and HEADs of files under its root and ignores
 signatures; Debian's ``apt-get install nginx``) as the bucket ``bench``:
 dataio reads ``s3://bench/train-{0000..N}.tar`` (``configure_endpoint("s3",
@@ -446,7 +446,7 @@ class Remote(Store):
 
     def __init__(self, folder: Path, info: dict[str, Any], workers: int) -> None:
         super().__init__(folder, info)
-        from dataio.bench.nginx import Nginx
+        from dataio_bench.nginx import Nginx
 
         self.root = Path(tempfile.mkdtemp(prefix="dataio-shards-store-"))
         (self.root / BUCKET).symlink_to(folder.resolve(), target_is_directory=True)
@@ -816,7 +816,7 @@ def peer_missing(module: str, dist: str) -> str | None:
     """Why ``module`` cannot be used here, or None."""
     try:
         __import__(module)
-    except Exception as e:  # not installed, or broken against this torch/numpy
+    except Exception as e:  # noqa: BLE001 - not installed, or broken against this torch/numpy
         return f"{dist} is not importable here ({type(e).__name__}: {e}); see docs/benchmark.md for its venv"
     return None
 
@@ -890,7 +890,7 @@ def main(argv: list[str] | None = None) -> int:
         if name in only and not missing[name]:
             try:
                 peer_info[name] = make(info)
-            except Exception as e:
+            except Exception as e:  # noqa: BLE001 - a peer that cannot write its format gets a row saying why
                 build_errors[name] = f"writing its {sub} format failed: {type(e).__name__}: {e}"
     if "streaming" in peer_info:
         from streaming.base.util import clean_stale_shared_memory
@@ -900,9 +900,10 @@ def main(argv: list[str] | None = None) -> int:
     warm_paths = [Path(u) for u in info["urls"]] + [folder / "mds" for _ in ["streaming"] if "streaming" in peer_info]
     warm_paths += [folder / "litdata" for _ in ["litdata"] if "litdata" in peer_info]
     warm = warm_page_cache(warm_paths)
+    built = f"built in {info['built_s']:.1f} s" if info["built_s"] else "cached"
     print(f"data: {n} JPEGs ({info['content']}, {info['jpeg_bytes'] / n / 1000:.1f} KB each on average) in "
           f"{info['shards']} tar shards, {sum(os.path.getsize(u) for u in info['urls']) / 1e6:.1f} MB, under {folder} "
-          f"({'built in %.1f s' % info['built_s'] if info['built_s'] else 'cached'})", flush=True)
+          f"({built})", flush=True)
     for name, pi in peer_info.items():
         counts = pi.get("mds_counts") or pi.get("litdata_counts")
         same = "the tar set's counts" if counts == info["counts"] else f"{min(counts)}–{max(counts)} samples each"
@@ -913,7 +914,7 @@ def main(argv: list[str] | None = None) -> int:
 
     store: Store
     if args.remote:
-        from dataio.bench.nginx import NginxUnavailable
+        from dataio_bench.nginx import NginxUnavailable
 
         try:
             store = Remote(folder, info, args.nginx_workers)
@@ -986,7 +987,7 @@ def main(argv: list[str] | None = None) -> int:
                     row.unavailable = str(e)
                     print(f"  {row.name}: UNAVAILABLE — {row.unavailable}", flush=True)
                     continue
-                except Exception as e:  # a row that fails says why; the others still run
+                except Exception as e:  # noqa: BLE001 - a row that fails says why; the others still run
                     row.error = f"{type(e).__name__}: {e}"
                     print(f"  {row.name}: FAILED — {row.error}", flush=True)
                     continue

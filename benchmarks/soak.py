@@ -303,7 +303,7 @@ def _live_buffers() -> tuple[int, int] | None:
 
         count, nbytes = _native.live_buffers()
         return int(count), int(nbytes)
-    except Exception:  # not in this build
+    except Exception:  # noqa: BLE001 - not in this build
         return None
 
 
@@ -651,7 +651,7 @@ def soak(args: argparse.Namespace, folder: Path) -> int:
     except KeyboardInterrupt:
         interrupted = True
         print("  interrupted: summary of the epochs run", flush=True)
-    except Exception as exc:  # the loader raised: that alone fails the soak
+    except Exception as exc:  # noqa: BLE001 - the loader raised: that alone fails the soak
         crashed = f"{type(exc).__name__}: {exc}"
         traceback.print_exc()
     finally:

@@ -20,8 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-import dataio  # noqa: E402
-from dataio import cond as c  # noqa: E402
+import dataio
+from dataio import cond as c
 
 
 def image_chain(name: str = "image") -> dataio.pipeline.Slot:

@@ -19,7 +19,7 @@ from torchvision.io import ImageReadMode, decode_jpeg, read_file
 from torchvision.transforms import v2
 
 import dataio
-from dataio.bench import datasets
+from _photos import build_images, describe
 
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 MEAN_BOUND, WORST_BOUND = 0.025, 0.10
@@ -31,14 +31,14 @@ def _torchvision(path: str) -> np.ndarray:
 
 
 def test_the_imagenet_chain_stays_within_the_quality_bound_of_torchvision(tmp_path: Path) -> None:
-    paths = datasets.build_images(48, tmp_path, workers=1, quiet=True)
+    paths = build_images(48, tmp_path, workers=1, quiet=True)
     pipe = dataio.pipeline(
         dataio.slot("image").decode_image(mode="rgb").resize_short(256).center_crop(h=224, w=224).normalize("imagenet"),
         dataio.batch(16),
     )
     got = {int(i): img for b in pipe.bind([{"image": p} for p in paths]).run("numpy") for i, img in zip(b.indices, b["image"])}
     diffs = np.array([np.abs(got[i] - _torchvision(p)).mean() for i, p in enumerate(paths)])
-    ds = datasets.describe(paths, tmp_path)
+    ds = describe(paths, tmp_path)
     print(f"\nmean abs diff vs torchvision: mean {diffs.mean():.4f}, worst {diffs.max():.4f} (short sides {ds['short_side_min']}-{ds['short_side_max']})")
     assert diffs.mean() <= MEAN_BOUND, diffs.mean()
     assert diffs.max() <= WORST_BOUND, (diffs.max(), paths[int(diffs.argmax())])

@@ -16,7 +16,7 @@ import pytest
 import dataio
 from dataio._plugins import PluginHost
 from dataio.errors import InvalidArgumentError, PluginError
-from dataio.plugins import list_backends, register_backend
+from dataio.plugins import install_hint, list_backends, register_backend
 from dataio.testing import BackendConformance
 
 from conftest import run_python
@@ -108,6 +108,48 @@ def test_a_python_backend_missing_methods_is_refused() -> None:
     register_backend("halfbaked", object())
     with pytest.raises(PluginError, match=r"not a dataio backend \(missing head\(\)"):
         dataio.read("halfbaked://x/y")
+
+
+def _protocol_methods(protocol: type) -> list[str]:
+    return [name for name, member in vars(protocol).items() if callable(member) and not name.startswith("_")]
+
+
+def test_the_required_backend_methods_are_the_protocols() -> None:
+    """One source: the registry checks the methods of PythonBackend less the
+    optional ones, and the native layer's own check names the same."""
+    from dataio.hookspecs import OPTIONAL_BACKEND_METHODS, REQUIRED_BACKEND_METHODS, PythonBackend
+
+    methods = _protocol_methods(PythonBackend)
+    assert set(OPTIONAL_BACKEND_METHODS) <= set(methods)
+    assert list(REQUIRED_BACKEND_METHODS) == [m for m in methods if m not in OPTIONAL_BACKEND_METHODS]
+    assert list(REQUIRED_BACKEND_METHODS) == ["head", "read_range", "list", "exists"]
+    native = (Path(__file__).resolve().parents[1] / "rust" / "backends.rs").read_text()
+    listed = "for required in [" + ", ".join(f'"{m}"' for m in REQUIRED_BACKEND_METHODS) + "]"
+    assert listed in native, f"packages/dataio-core/rust/backends.rs must check the same methods: {listed}"
+
+
+def test_the_registry_refuses_each_missing_required_method_and_accepts_a_read_only_backend() -> None:
+    from dataio.hookspecs import REQUIRED_BACKEND_METHODS
+
+    def method(name: str):
+        if name == "head":
+            return lambda self, uri: {"size": 1}
+        if name == "read_range":
+            return lambda self, uri, offset, size: b"x"[offset : offset + size]
+        if name == "list":
+            return lambda self, prefix, recursive: []
+        return lambda self, uri: True
+
+    tag = uuid.uuid4().hex[:8]
+    for missing in REQUIRED_BACKEND_METHODS:
+        cls = type("Partial", (), {m: method(m) for m in REQUIRED_BACKEND_METHODS if m != missing})
+        register_backend(f"partial-{missing.replace('_', '-')}-{tag}", cls())
+        with pytest.raises(PluginError, match=rf"missing {missing}\(\)"):
+            dataio.exists(f"partial-{missing.replace('_', '-')}-{tag}://b/k")
+    read_only = type("ReadOnly", (), {m: method(m) for m in REQUIRED_BACKEND_METHODS})
+    register_backend(f"readonly-{tag}", read_only())
+    assert dataio.exists(f"readonly-{tag}://b/k")
+    assert dataio.read(f"readonly-{tag}://b/k") == b"x"
 
 
 def test_capability_report_lists_every_package() -> None:
@@ -312,7 +354,9 @@ def test_dataio_rdma_without_its_plugin_says_what_to_install(tmp_path: Path, bro
         env = install_tiny_plugin(tmp_path, "dataio_broken_rdma", "brokenrdma", "raise RuntimeError('half installed')\n")
     r = run_python("import dataio.rdma as rdma\ntry:\n    rdma.serve\nexcept ImportError as e:\n    print('ImportError:', e)\n", env=env)
     assert r.returncode == 0, r.stderr
-    assert "ImportError: dataio.rdma needs the dataio-rdma plugin: pip install 'dataio[rdma]'" in r.stdout
+    hint = install_hint("dataio-rdma")
+    assert "pip install --find-links wheelhouse/ dataio-rdma" in hint
+    assert f"ImportError: dataio.rdma needs the dataio-rdma plugin; install it with {hint}" in r.stdout
     assert ("brokenrdma (RuntimeError: half installed)" in r.stdout) is broken
 
 

@@ -154,7 +154,7 @@ class PluginHost:
             try:
                 plugin = ep.load()
                 pm.register(plugin, name=ep.name)
-            except Exception as exc:  # a broken plugin must not break the others
+            except Exception as exc:  # noqa: BLE001 - a broken plugin must not break the others
                 self._plugins[ep.name] = PluginInfo(ep.name, dist, version, "failed", f"{type(exc).__name__}: {exc}")
                 trace("failed", ep.name, f"({type(exc).__name__}: {exc})")
                 continue
@@ -329,7 +329,7 @@ class PluginHost:
             def register(name: str, probe: Callable[[], Mapping[str, Any]]) -> None:
                 try:
                     row = dict(probe())
-                except Exception as exc:
+                except Exception as exc:  # noqa: BLE001 - a failing probe is its row's error, not the report's
                     row = {"status": "error", "detail": f"{type(exc).__name__}: {exc}"}
                 rows.append((plugin, name, row))
 
@@ -375,19 +375,16 @@ class PluginHost:
                 table.clear()
 
 
-_REQUIRED_METHODS = ("head", "read_range", "list", "exists")
-
-
 def _check_backend(reg: BackendRegistration, backend: object) -> None:
     from . import _native
 
     if isinstance(backend, _native.NativeBackend) or type(backend).__name__ == "PyCapsule":
         return
-    missing = [m for m in _REQUIRED_METHODS if not callable(getattr(backend, m, None))]
+    missing = [m for m in hookspecs.REQUIRED_BACKEND_METHODS if not callable(getattr(backend, m, None))]
     if missing:
         raise PluginError(
             f"plugin {reg.plugin!r} returned {backend!r} for {reg.scheme}://, which is not a dataio backend "
-            f"(missing {', '.join(m + '()' for m in missing)}); see dataio.testing.PythonBackend"
+            f"(missing {', '.join(m + '()' for m in missing)}); see dataio.hookspecs.PythonBackend"
         )
 
 

@@ -14,15 +14,17 @@ registers is keyed by name, and two plugins registering the same name is an
 error that names both. The core registers its own local backend and native
 ops through these same hooks.
 
-This module, :mod:`dataio.plugins`, :mod:`dataio.testing` and the public
-names of :mod:`dataio` are the whole of what a plugin may use: the core never
-imports a plugin, and a plugin never imports a private (``_``-prefixed) core
-name. ``tests/test_boundaries.py`` holds both sides to it.
+This module (the hooks and the contract of a pure-Python backend,
+:class:`PythonBackend`), :mod:`dataio.plugins` and the public names of
+:mod:`dataio` are the whole of what a plugin may use, and its tests the
+conformance suites of :mod:`dataio.testing`: the core never imports a plugin,
+and a plugin never imports a private (``_``-prefixed) core name.
+``tests/test_boundaries.py`` holds both sides to it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import pluggy
@@ -31,6 +33,10 @@ __all__ = [
     "hookspec",
     "hookimpl",
     "BackendRegistrar",
+    "PythonBackend",
+    "PythonWriter",
+    "OPTIONAL_BACKEND_METHODS",
+    "REQUIRED_BACKEND_METHODS",
     "OpRegistrar",
     "CapabilityRegistrar",
     "DeviceReader",
@@ -50,6 +56,57 @@ hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
 
 
+@runtime_checkable
+class PythonWriter(Protocol):
+    """What :meth:`PythonBackend.open_writer` returns."""
+
+    def write(self, data: bytes) -> None: ...
+    def commit(self) -> str | None:
+        """Make the object visible atomically; return its etag."""
+    def abort(self) -> None:
+        """Discard everything written; nothing becomes visible."""
+
+
+@runtime_checkable
+class PythonBackend(Protocol):
+    """What a pure-Python backend implements. URIs are full (``mem://b/k``).
+
+    Raise ``FileNotFoundError`` for missing objects, ``PermissionError`` for
+    refusals, ``IsADirectoryError`` for prefixes read as files, ``TimeoutError``
+    and ``ConnectionError`` for a store that did not answer, and
+    ``ValueError`` for bad arguments; dataio maps them into its tree (each
+    to the dataio class that also derives from that built-in). Optional:
+    ``name`` (str), ``capabilities`` (iterable of ``"write"``, ``"delete"``,
+    ``"list"``, ``"ranged_read"``), ``read_all(uri)``, and the methods of
+    :data:`OPTIONAL_BACKEND_METHODS`; the registry refuses a backend that
+    lacks one of the others (:data:`REQUIRED_BACKEND_METHODS`).
+    """
+
+    def head(self, uri: str) -> Any:
+        """A mapping (or object) with ``size`` and optionally ``mtime``, ``etag``, ``is_dir``."""
+    def read_range(self, uri: str, offset: int, size: int) -> bytes: ...
+    def open_writer(self, uri: str) -> PythonWriter: ...
+    def list(self, prefix: str, recursive: bool) -> Iterable[Any]:
+        """Direct children (directories with ``is_dir=True``) or, when recursive, every object below."""
+    def exists(self, uri: str) -> bool: ...
+    def delete(self, uri: str) -> None: ...
+
+
+#: The methods of :class:`PythonBackend` a backend may leave out, each with the
+#: capability it gives: without ``open_writer`` a backend is read-only, without
+#: ``delete`` it cannot delete (a ``capabilities`` attribute, where there is
+#: one, declares the capabilities instead).
+OPTIONAL_BACKEND_METHODS: Mapping[str, str] = {"open_writer": "write", "delete": "delete"}
+
+#: The methods of :class:`PythonBackend` every backend has: the registry checks
+#: them when a factory returns a Python backend.
+REQUIRED_BACKEND_METHODS: tuple[str, ...] = tuple(
+    name
+    for name, member in vars(PythonBackend).items()
+    if callable(member) and not name.startswith("_") and name not in OPTIONAL_BACKEND_METHODS
+)
+
+
 class BackendRegistrar(Protocol):
     def __call__(self, scheme: str, factory: Callable[[], object], *, description: str = "") -> None:
         """Declare that this plugin serves ``scheme://`` URIs.
@@ -57,8 +114,8 @@ class BackendRegistrar(Protocol):
         ``factory`` is called once, the first time a URI of the scheme is used,
         and returns the backend: a ``dataio.backend.v1`` capsule from the
         plugin's native module (fast path, no GIL per request), or any Python
-        object with the methods of :class:`dataio.testing.PythonBackend`
-        (correct but slower: the GIL is taken per call).
+        object with the methods of :class:`PythonBackend` (correct but
+        slower: the GIL is taken per call).
         """
 
 

@@ -11,7 +11,7 @@ __all__ = ["MemoryStore", "MemoryWriter", "STORE"]
 
 
 class MemoryWriter:
-    def __init__(self, store: "MemoryStore", uri: str) -> None:
+    def __init__(self, store: MemoryStore, uri: str) -> None:
         self._store = store
         self._uri = uri
         self._parts: list[bytes] = []
@@ -29,7 +29,7 @@ class MemoryWriter:
 
 
 class MemoryStore:
-    """Implements dataio's Python backend protocol (see dataio.testing.PythonBackend)."""
+    """Implements dataio's Python backend protocol (see dataio.hookspecs.PythonBackend)."""
 
     name = "dataio-memfs"
     capabilities = ("write", "delete", "list", "ranged_read")

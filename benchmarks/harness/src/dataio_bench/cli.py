@@ -1,4 +1,4 @@
-"""``python -m dataio.bench``: the command line and the run of the matrix."""
+"""``python -m dataio_bench``: the command line and the run of the matrix."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def parse_cores(spec: str, usable: int) -> list[int]:
 
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
-        prog="python -m dataio.bench",
+        prog="python -m dataio_bench",
         description=(
             "dataio against its peers, side by side, on the same data and cores: the image pipeline (torch DataLoader + PIL, "
             "torchvision.io, SPDL, DALI CPU, Ray Data, the simplejpeg decode-only limit), bytes passthrough, safetensors latents "

@@ -1,31 +1,23 @@
-"""Benchmark workloads: the data each workload of ``python -m dataio.bench`` reads.
+"""Natural-content JPEGs of mixed sizes, made on the spot: the data of
+``test_image_quality.py`` and the image workload of the benchmark harness
+(``benchmarks/harness``, whose ``dataio_bench.datasets`` loads this file and
+caches the images under ``~/.cache/dataio/``).
 
-* ``build_images(n, root)`` — natural-content JPEGs of mixed sizes, cut from
-  scikit-image's bundled sample photographs (astronaut, coffee, chelsea,
-  rocket, hubble_deep_field, retina, ...): each file is a random crop of one
-  source (random aspect ratio and area), flipped or turned at random,
-  slightly re-exposed, rescaled so its short side lies in 256..800 and saved
-  at a JPEG quality in 70..95. Image ``i`` depends only on the seed and
-  ``i``, so asking for more images later extends the cached folder, and a
-  rerun with the same arguments does nothing.
-* ``build_small_files(n, root)`` — ``n`` files of 1..8 KiB of random bytes
-  (the bytes-passthrough workload).
-* ``build_latents(n, root)`` — a latent cache: safetensors shards holding
-  ``n`` float16 tensors of shape (4, 64, 64), plus the rows that point at
-  them (the safetensors-latent workload).
-* ``build_parquet(n, root)`` — one parquet file of ``n`` rows: ``key``
-  (string), ``label`` (int64), ``score`` (float32) and ``tokens`` (128
-  bytes) (the parquet-rows workload).
+``build_images(n, root)`` cuts each file from one of scikit-image's bundled
+sample photographs (astronaut, coffee, chelsea, rocket, hubble_deep_field,
+retina, ...): a random crop (random aspect ratio and area), flipped or turned
+at random, slightly re-exposed, rescaled so its short side lies in 256..800
+and saved at a JPEG quality in 70..95. Image ``i`` depends only on the seed
+and ``i``, so asking for more images later extends the folder, and a rerun
+with the same arguments does nothing. ``describe(paths, root)`` sums them up
+for reports.
 
-Everything is written once under ``~/.cache/dataio/`` (atomically) and
-reused by later runs. ``benchmarks/datasets.py`` is a command-line front::
-
-    python benchmarks/datasets.py --images 2000
+Not a conftest: tests import it as ``from _photos import ...`` (pytest puts
+this directory on ``sys.path``). Needs numpy, pillow and scikit-image.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -33,16 +25,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .._progress import Progress
+from dataio._progress import Progress
 
-__all__ = ["DATA_ROOT", "DEFAULT_ROOT", "build_images", "build_latents", "build_parquet", "build_small_files", "describe", "main", "usable_cpus"]
+__all__ = ["build_images", "describe", "usable_cpus"]
 
 VERSION = 1
 SEED = 20240611
-CACHE = Path(os.environ.get("DATAIO_CACHE") or Path(os.path.expanduser("~")) / ".cache" / "dataio")
-DEFAULT_ROOT = CACHE / f"bench-images-v{VERSION}"
-DATA_ROOT = CACHE / f"bench-data-v{VERSION}"
-
 SHORT_SIDE = (256, 800)
 QUALITY = (70, 95)
 
@@ -159,7 +147,7 @@ def _make_one(args: tuple[int, str]) -> tuple[int, int, int, int, int]:
     return i, nw, nh, quality, os.path.getsize(path)
 
 
-def build_images(n: int, root: str | os.PathLike[str] = DEFAULT_ROOT, workers: int | None = None, quiet: bool = False) -> list[str]:
+def build_images(n: int, root: str | os.PathLike[str], workers: int | None = None, quiet: bool = False) -> list[str]:
     """Makes sure ``root`` holds images 0..n-1 and returns their paths."""
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
@@ -205,7 +193,7 @@ def build_images(n: int, root: str | os.PathLike[str] = DEFAULT_ROOT, workers: i
     return paths
 
 
-def describe(paths: list[str], root: str | os.PathLike[str] = DEFAULT_ROOT) -> dict:
+def describe(paths: list[str], root: str | os.PathLike[str]) -> dict:
     """Summary of the workload (sizes, qualities, bytes) for reports."""
     manifest = json.loads((Path(root) / "manifest.json").read_text())["images"]
     rows = [manifest[str(i)] for i in range(len(paths))]
@@ -224,115 +212,3 @@ def describe(paths: list[str], root: str | os.PathLike[str] = DEFAULT_ROOT) -> d
         "total_mb": round(total / 1e6, 1),
         "mean_kb": round(total / len(rows) / 1e3, 1),
     }
-
-
-
-# ----------------------------------------------------------------------------
-# The other workloads: small files, a safetensors latent cache, parquet rows.
-# Each is one folder named after its parameters, with a ``done.json`` written
-# last: a folder without it is rebuilt.
-# ----------------------------------------------------------------------------
-
-
-def _ready(folder: Path) -> dict | None:
-    try:
-        return json.loads((folder / "done.json").read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def _finish(folder: Path, info: dict) -> dict:
-    tmp = folder / "done.json.tmp"
-    tmp.write_text(json.dumps(info))
-    os.replace(tmp, folder / "done.json")
-    return info
-
-
-def build_small_files(n: int, root: str | os.PathLike[str] = DATA_ROOT, quiet: bool = False) -> dict:
-    """``n`` files of 1..8 KiB (random bytes) in 100-file folders; returns ``{"paths": [...], "bytes": total}``."""
-    import numpy as np
-
-    folder = Path(root) / f"small-files-{n}"
-    info = _ready(folder)
-    if info is None:
-        folder.mkdir(parents=True, exist_ok=True)
-        rng = np.random.default_rng(SEED)
-        sizes = rng.integers(1024, 8 * 1024 + 1, n)
-        paths, total = [], 0
-        with Progress(n, "[datasets] small files", "file", enabled=None if not quiet else False) as bar:
-            for i, size in enumerate(sizes):
-                sub = folder / f"{i // 100:04d}"
-                sub.mkdir(exist_ok=True)
-                p = sub / f"{i:06d}.bin"
-                p.write_bytes(rng.integers(0, 256, int(size), dtype=np.uint8).tobytes())
-                paths.append(str(p))
-                total += int(size)
-                bar.update()
-        info = _finish(folder, {"paths": paths, "bytes": total})
-    return info
-
-
-def build_latents(n: int, root: str | os.PathLike[str] = DATA_ROOT, per_file: int = 128, shape: tuple[int, ...] = (4, 64, 64), quiet: bool = False) -> dict:
-    """A latent cache of ``n`` float16 tensors in safetensors shards of ``per_file``;
-    returns ``{"rows": [{"key", "cache_path", "tensor_key"}], "bytes": total}``."""
-    import numpy as np
-
-    from ..formats import write_safetensors
-
-    folder = Path(root) / f"latents-{n}-{per_file}-{'x'.join(map(str, shape))}"
-    info = _ready(folder)
-    if info is None:
-        folder.mkdir(parents=True, exist_ok=True)
-        rng = np.random.default_rng(SEED + 1)
-        rows, total = [], 0
-        files = -(-n // per_file)
-        with Progress(files, "[datasets] latent shards", "file", enabled=None if not quiet else False) as bar:
-            for f in range(files):
-                path = folder / f"cache-{f:04d}.safetensors"
-                count = min(per_file, n - f * per_file)
-                tensors = {f"latent_{j:04d}": rng.standard_normal(shape).astype(np.float16) for j in range(count)}
-                write_safetensors(str(path), tensors)
-                total += path.stat().st_size
-                rows += [{"key": f"{f:04d}/{k}", "cache_path": str(path), "tensor_key": k} for k in tensors]
-                bar.update()
-        info = _finish(folder, {"rows": rows, "bytes": total, "shape": list(shape), "dtype": "float16"})
-    return info
-
-
-def build_parquet(n: int, root: str | os.PathLike[str] = DATA_ROOT, token_bytes: int = 128, quiet: bool = False) -> dict:
-    """One parquet file of ``n`` rows (row groups of 16384); returns ``{"path": ..., "rows": n, "bytes": size}``."""
-    folder = Path(root) / f"parquet-{n}-{token_bytes}"
-    info = _ready(folder)
-    if info is None:
-        import numpy as np
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        folder.mkdir(parents=True, exist_ok=True)
-        rng = np.random.default_rng(SEED + 2)
-        tokens = rng.integers(0, 256, (n, token_bytes), dtype=np.uint8)
-        table = pa.table(
-            {
-                "key": [f"row{i:08d}" for i in range(n)],
-                "label": rng.integers(0, 1000, n, dtype=np.int64),
-                "score": rng.random(n, dtype=np.float32),
-                "tokens": pa.array([t.tobytes() for t in tokens], type=pa.binary()),
-            }
-        )
-        path = folder / "rows.parquet"
-        tmp = folder / "rows.parquet.tmp"
-        pq.write_table(table, tmp, row_group_size=16384)
-        os.replace(tmp, path)
-        info = _finish(folder, {"path": str(path), "rows": n, "bytes": path.stat().st_size})
-    return info
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="benchmarks/datasets.py", description="Builds (or checks) the cached JPEG workload of the image benchmark.")
-    ap.add_argument("--images", type=int, default=2000, help="number of JPEGs (default 2000)")
-    ap.add_argument("--root", default=str(DEFAULT_ROOT), help=f"cache folder (default {DEFAULT_ROOT})")
-    ap.add_argument("--workers", type=int, default=None, help="processes used to make them (default: usable CPUs)")
-    args = ap.parse_args(argv)
-    paths = build_images(args.images, args.root, args.workers)
-    print(json.dumps(describe(paths, args.root), indent=2))
-    return 0

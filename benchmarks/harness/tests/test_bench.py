@@ -1,4 +1,4 @@
-"""dataio.bench: the regression gate, the report's checks, and a smoke run of the matrix."""
+"""dataio_bench: the regression gate, the report's checks, and a smoke run of the matrix."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from dataio.bench import gate, report
-from dataio.bench.cli import median_round, parse_cores
-from dataio.bench.workloads import REGISTRY, get_workload
+
+from dataio_bench import gate, report
+from dataio_bench.cli import median_round, parse_cores
+from dataio_bench.workloads import REGISTRY, get_workload
 
 
 def row(workload: str, candidate: str, cores: int, rate: float | None, status: str = "ok", reason: str = "") -> dict:
@@ -73,7 +74,7 @@ def test_gate_cli_reads_csvs_and_exits_3(tmp_path: Path) -> None:
     assert [r["samples_per_s"] for r in gate.load_csv(tmp_path / "base.csv")] == [600.0, 1000.0, 100.0, 50_000.0]
 
     def run(cur: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "dataio.bench", "--compare", str(tmp_path / "base.csv"), "--current", str(tmp_path / cur)], capture_output=True, text=True, timeout=120, check=False)
+        return subprocess.run([sys.executable, "-m", "dataio_bench", "--compare", str(tmp_path / "base.csv"), "--current", str(tmp_path / cur)], capture_output=True, text=True, timeout=120, check=False)
 
     bad = run("cur.csv")
     assert bad.returncode == 3, bad.stdout + bad.stderr
@@ -124,7 +125,7 @@ def test_a_quick_run_writes_the_table_csv_and_report(tmp_path: Path) -> None:
     pytest.importorskip("safetensors")
     out = tmp_path / "out"
     cmd = [
-        sys.executable, "-m", "dataio.bench", "--quick", "--workloads", "bytes,safetensors", "--cores", "1", "--files", "300",
+        sys.executable, "-m", "dataio_bench", "--quick", "--workloads", "bytes,safetensors", "--cores", "1", "--files", "300",
         "--latents", "128", "--no-chart", "--out", str(out), "--data-root", str(tmp_path / "data"),
     ]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)

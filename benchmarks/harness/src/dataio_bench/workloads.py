@@ -19,12 +19,12 @@ from .harness import Cell, Unavailable
 
 # name -> "module:class", in the order they run.
 REGISTRY = {
-    "image": "dataio.bench.image:ImageWorkload",
-    "bucket": "dataio.bench.bucket:BucketWorkload",
-    "bytes": "dataio.bench.records:BytesWorkload",
-    "safetensors": "dataio.bench.records:LatentWorkload",
-    "parquet": "dataio.bench.records:ParquetWorkload",
-    "s3": "dataio.bench.remote:S3Workload",
+    "image": "dataio_bench.image:ImageWorkload",
+    "bucket": "dataio_bench.bucket:BucketWorkload",
+    "bytes": "dataio_bench.records:BytesWorkload",
+    "safetensors": "dataio_bench.records:LatentWorkload",
+    "parquet": "dataio_bench.records:ParquetWorkload",
+    "s3": "dataio_bench.remote:S3Workload",
 }
 
 DATAIO_HINT = "dataio is not importable: install it, or add a .pth pointing at packages/dataio-core/src (see docs/benchmark.md)"

@@ -1,7 +1,7 @@
 """How one cell of the benchmark matrix is measured.
 
 A *cell* is one candidate (dataio or a peer) of one workload at one core
-count. Each cell runs in its own child process (``python -m dataio.bench
+count. Each cell runs in its own child process (``python -m dataio_bench
 --cell WORKLOAD:CANDIDATE ...``), pinned with ``sched_setaffinity`` to the
 first ``cores`` usable CPUs, so every candidate has the same CPUs, its memory
 is its own and a crash costs only its row. The parent watches the child's
@@ -320,11 +320,11 @@ def run_child(workload: str, candidate: str, cores: int, spec_path: Path, out: P
     stem = f"{workload}-{candidate}-c{cores}"
     result, log = logs / f"{stem}.json", logs / f"{stem}.log"
     result.unlink(missing_ok=True)
-    cmd = [sys.executable, "-m", "dataio.bench", "--cell", f"{workload}:{candidate}", "--cell-cores", str(cores), "--spec", str(spec_path), "--result", str(result)]
+    cmd = [sys.executable, "-m", "dataio_bench", "--cell", f"{workload}:{candidate}", "--cell-cores", str(cores), "--spec", str(spec_path), "--result", str(result)]
     env = dict(os.environ)
-    # The child imports the same dataio as this process, whatever its sys.path.
-    pkg_root = str(Path(dataio.__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = os.pathsep.join([pkg_root, *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])])
+    # The child imports the same dataio and harness as this process, whatever its sys.path.
+    roots = [str(Path(dataio.__file__).resolve().parent.parent), str(Path(__file__).resolve().parent.parent)]
+    env["PYTHONPATH"] = os.pathsep.join([*roots, *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])])
     env["DATAIO_CPU_THREADS"] = str(cores)
     env["OMP_NUM_THREADS"] = str(cores)
     env.setdefault("PYTHONUNBUFFERED", "1")

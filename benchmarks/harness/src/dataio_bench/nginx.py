@@ -107,7 +107,7 @@ class Nginx:
             except OSError:
                 if time.monotonic() > deadline:
                     self.stop()
-                    raise NginxUnavailable("nginx did not come up within 20 s")
+                    raise NginxUnavailable("nginx did not come up within 20 s") from None
                 time.sleep(0.05)
 
     def cpu_seconds(self) -> float:

@@ -7,7 +7,7 @@ otherwise the report gets one row saying why.
 dataio reads every object through the plugin (``decode_bytes`` over
 ``s3://`` URIs, 64 reads in flight); the peer is boto3 ``get_object`` on a
 pool of 32 threads. The server is nginx serving the objects as files
-(``dataio.bench.nginx``: path-style GETs, fast enough to show the clients);
+(``dataio_bench.nginx``: path-style GETs, fast enough to show the clients);
 moto's server answers only a few hundred GETs per second on a small machine,
 so it is used only when nginx is not installed, and the report says which
 server it was (with moto the row shows the server's limit, not the client's).
@@ -26,7 +26,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .._progress import Progress
+from dataio._progress import Progress
+
 from .harness import Cell
 from .nginx import Nginx, nginx_binary
 from .records import _BytesCell
@@ -102,7 +103,7 @@ class Boto3S3(_BytesCell):
 
 def plugin_row(name: str) -> dict[str, Any] | None:
     """The capability report's row for plugin package ``name`` (None: not installed)."""
-    from .. import capabilities
+    from dataio import capabilities
 
     return next((r for r in capabilities.report()["plugins"] if r["name"] == name), None)
 

@@ -1,6 +1,10 @@
 """The benchmark matrix: dataio against its peers, side by side, in one run.
 
-``python -m dataio.bench`` (or ``nox -s bench``) runs every workload —
+The distribution ``dataio-bench`` (``benchmarks/harness``): a development
+tool, never published and never part of the ``dataio`` wheel; ``nox -s
+bench`` installs it (editable) with its peers.
+
+``python -m dataio_bench`` (or ``nox -s bench``) runs every workload —
 the image pipeline, bytes passthrough, safetensors latents with
 ``group_by``, parquet rows, remote reads from an S3 emulator — for dataio and
 each peer that is installed, on the same data and the same pinned cores, for
@@ -10,9 +14,10 @@ against a stored baseline. ``docs/benchmark.md`` explains every column.
 
 Modules: ``cli`` (the command), ``harness`` (how one cell is measured, in its
 own process), ``workloads`` (the registry and what workloads share),
-``image`` / ``records`` / ``remote`` (the candidates), ``datasets`` (the
-data, cached), ``report`` (table, CSV, Markdown, chart), ``gate`` (the
-regression gate). Nothing heavy is imported until a cell needs it.
+``image`` / ``bucket`` / ``records`` / ``remote`` (the candidates),
+``nginx`` (the S3 workload's server), ``datasets`` (the data, cached),
+``report`` (table, CSV, Markdown, chart), ``gate`` (the regression gate).
+Nothing heavy is imported until a cell needs it.
 """
 
 from .cli import main
