@@ -4,7 +4,7 @@
 //! (`libfabric-dev` on Debian); `DATAIO_LIBFABRIC_INCLUDE` points elsewhere.
 //! Without them the shim is built as a stub whose every call says so, and the
 //! crate still builds: `dataio.rdma` then reports itself unavailable rather
-//! than failing to install.
+//! than failing to install. The script reruns when the headers appear.
 
 use std::path::PathBuf;
 
@@ -33,6 +33,12 @@ fn main() {
             }
         }
         None => {
+            // Watch where the headers would appear: a path that does not
+            // exist counts as changed, so this script reruns on every build
+            // until libfabric-dev is installed, and the stub never outlives it.
+            for dir in &include_dirs {
+                println!("cargo:rerun-if-changed={}", dir.join("rdma/fabric.h").display());
+            }
             println!("cargo:warning=libfabric headers (rdma/fabric.h) not found: building the RDMA shim as a stub; install libfabric-dev");
             build.define("DIO_NO_HEADERS", None);
             println!("cargo:rustc-cfg=dio_no_headers");

@@ -10,6 +10,18 @@ pub fn cpu_features() -> Vec<&'static str> {
     probe::cpu_features()
 }
 
+/// How to install one of dataio's distributions (the engine's words).
+#[pyfunction]
+pub fn install_hint(dist: &str) -> String {
+    dataio_engine::io::registry::install_words(dist)
+}
+
+/// Whether the JPEG decoder was built with SIMD: "on", "off" or "unknown".
+#[pyfunction]
+pub fn jpeg_simd() -> &'static str {
+    probe::JPEG_SIMD
+}
+
 /// (cpu_threads, io_threads, started)
 #[pyfunction]
 pub fn pool_info() -> (usize, usize, bool) {

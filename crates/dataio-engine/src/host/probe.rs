@@ -1,6 +1,11 @@
 //! Host capability probes for the capability report: CPU features, and the
 //! optional native libraries found through dlopen (never linked).
 
+/// Whether libjpeg-turbo was built with its SIMD code: `"on"`, `"off"`
+/// (a build with `DATAIO_ALLOW_NO_SIMD=1` and no nasm) or `"unknown"`;
+/// decided by `build.rs` from the built jconfig.h.
+pub const JPEG_SIMD: &str = env!("DATAIO_JPEG_SIMD");
+
 use std::path::{Path, PathBuf};
 
 /// What a library probe found.

@@ -31,7 +31,7 @@ from .formats import (
 from .gds import gds_available, gds_info
 from .loader import Batch, Loader, from_sampler
 from .mix import mix
-from .pipeline import Pipeline, batch, collate, group_by, map, pipeline, slot
+from .pipeline import Pipeline, batch, collate, group_by, map, pipeline, slot  # noqa: A004 - dataio.map is public
 from .transforms import col
 from .hookspecs import hookimpl
 from .io import (
@@ -52,6 +52,25 @@ from .io import (
 )
 
 _install_resolver()
+
+
+def _warn_if_jpeg_without_simd() -> None:
+    # Only a build made with DATAIO_ALLOW_NO_SIMD=1 gets here (build.rs fails
+    # the build otherwise): say so once, where the slowdown would be felt.
+    from ._native import jpeg_simd
+
+    if jpeg_simd() == "off":
+        import warnings
+
+        warnings.warn(
+            "dataio was built without libjpeg-turbo's SIMD code (nasm was missing): JPEG decoding runs at about 0.6x "
+            "speed; install nasm, run `cargo clean -p mozjpeg-sys` and rebuild (`python -m dataio` reports it)",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+
+
+_warn_if_jpeg_without_simd()
 
 __all__ = [
     "mix",

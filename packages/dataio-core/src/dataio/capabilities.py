@@ -74,6 +74,7 @@ def report() -> dict[str, Any]:
         "python": f"{platform.python_implementation()} {platform.python_version()}",
         "platform": f"{platform.system()}-{platform.machine()}",
         "cpu": {"logical": os.cpu_count(), "usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(), "features": _native.cpu_features()},
+        "jpeg_simd": _native.jpeg_simd(),
         "pools": {
             "cpu_threads": cpu_threads,
             "io_threads": io_threads,
@@ -89,7 +90,10 @@ def format_report(r: dict[str, Any]) -> str:
     lines = [
         f"dataio {r['dataio']}  (backend ABI v{r['abi']})",
         f"python    {r['python']} on {r['platform']}",
-        f"cpu       {r['cpu']['usable']} usable of {r['cpu']['logical']} logical; SIMD: {' '.join(r['cpu']['features']) or 'none detected'}",
+        f"cpu       {r['cpu']['usable']} usable of {r['cpu']['logical']} logical; "
+        f"features: {' '.join(r['cpu']['features']) or 'none detected'}",
+        f"jpeg      libjpeg-turbo SIMD {r['jpeg_simd']}"
+        + ("  (built without nasm: JPEG decodes at about 0.6x speed; see docs/arch.md)" if r["jpeg_simd"] == "off" else ""),
         f"pools     cpu={r['pools']['cpu_threads']} io={r['pools']['io_threads']} "
         f"({'started' if r['pools']['started'] else 'not started'}; set DATAIO_CPU_THREADS / DATAIO_IO_THREADS)",
         "",
