@@ -9,7 +9,8 @@ Data dataset (``dataio_ray.to_dataset``) read with ``iter_torch_batches``.
 
 With ``RAY_ADDRESS`` set it uses that cluster; otherwise it starts a local
 one with two nodes of one CPU each (``ray.cluster_utils.Cluster``) and
-stops it at the end. Needs ``pip install 'dataio[ray]'``.
+stops it at the end. Needs the dataio-ray plugin (``pip install --find-links
+wheelhouse/ dataio-ray``; the README's Install section builds wheelhouse/).
 
     python examples/ray_cluster.py
 """

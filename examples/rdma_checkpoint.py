@@ -1,9 +1,9 @@
 """Checkpoint transfer over one-sided RDMA: serve a safetensors file, pull its tensors.
 
-Requires the dataio-rdma plugin (``pip install 'dataio[rdma]'``) and
-libfabric (``libfabric1``). On a host without an RDMA NIC the ``tcp;ofi_rxm``
-or ``sockets`` providers run the same code as slow functional fallbacks, so
-this script runs on a laptop, on loopback.
+Requires the dataio-rdma plugin (``dataio.plugins.install_hint`` says how to
+install it) and libfabric (``libfabric1``). On a host without an RDMA NIC
+the ``tcp;ofi_rxm`` or ``sockets`` providers run the same code as slow
+functional fallbacks, so this script runs on a laptop, on loopback.
 
 A producer writes a checkpoint with ``dataio.write_safetensors`` and serves
 the file read-only with ``rdma.serve_file``; a consumer connects, reads the
@@ -34,7 +34,7 @@ DTYPES = {"F32": np.float32, "F16": np.float16, "I64": np.int64, "U8": np.uint8}
 
 def plugin_status(name: str) -> tuple[str, str]:
     row = next((r for r in dataio.capabilities.report()["plugins"] if r["name"] == name), None)
-    return ("not installed", "pip install 'dataio[rdma]'") if row is None else (row["status"], row["detail"])
+    return ("not installed", "install it with " + dataio.plugins.install_hint(name)) if row is None else (row["status"], row["detail"])
 
 
 def main() -> int:
@@ -42,7 +42,7 @@ def main() -> int:
     if status != "ok":
         print(f"rdma_checkpoint.py needs the dataio-rdma plugin, which reports itself {status!r}: {detail}", file=sys.stderr)
         return 2
-    import dataio.rdma as rdma  # noqa: PLR0402 - the spec's spelling
+    import dataio.rdma as rdma
 
     print(f"rdma.available() = {rdma.available()} (False: no RDMA NIC here, a TCP fallback provider carries the transfer)")
     for line in rdma.diagnose()["summary"]:

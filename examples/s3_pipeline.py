@@ -1,7 +1,7 @@
 """The same pipeline over s3:// — against an S3 emulator this script starts itself.
 
-Requires the dataio-s3 plugin (``pip install 'dataio[s3]'``) and, for the
-emulator, ``moto[server]``. The script starts moto's S3 server on
+Requires the dataio-s3 plugin (``dataio.plugins.install_hint`` says how to
+install it) and, for the emulator, ``moto[server]``. The script starts moto's S3 server on
 127.0.0.1, creates a bucket (with boto3, as an admin would), and from then
 on uses dataio's public API only: it points the ``s3`` scheme at the
 emulator with ``dataio.configure_endpoint`` and ``dataio.configure_credentials``,
@@ -34,7 +34,7 @@ BUCKET = "dataio-example"
 
 def plugin_status(name: str) -> tuple[str, str]:
     row = next((r for r in dataio.capabilities.report()["plugins"] if r["name"] == name), None)
-    return ("not installed", "pip install 'dataio[s3]'") if row is None else (row["status"], row["detail"])
+    return ("not installed", "install it with " + dataio.plugins.install_hint(name)) if row is None else (row["status"], row["detail"])
 
 
 def start_emulator():

@@ -69,7 +69,7 @@ def images() -> dict[str, bytes]:
         "png-rgb": encode(rgb, "PNG"),
         "png-rgba": encode(Image.fromarray(photo(8, 8, 4), "RGBA"), "PNG"),
         "png-palette": encode(rgb.quantize(8), "PNG", transparency=2),
-        "png-16bit": encode(Image.fromarray((photo(6, 6, 1)[..., 0].astype(np.uint16) * 257)), "PNG"),
+        "png-16bit": encode(Image.fromarray(photo(6, 6, 1)[..., 0].astype(np.uint16) * 257), "PNG"),
         "png-gray": encode(rgb.convert("L"), "PNG"),
         "png-exif": encode(rgb, "PNG", exif=exif(8)),
         "webp-lossy": encode(rgb, "WEBP", quality=50),
@@ -82,7 +82,7 @@ def images() -> dict[str, bytes]:
         "bmp-rle": encode(rgb.quantize(16), "BMP"),
         "tiff": encode(rgb, "TIFF"),
         "tiff-lzw": encode(rgb, "TIFF", compression="tiff_lzw", exif=exif(6)),
-        "tiff-gray16": encode(Image.fromarray((photo(6, 6, 1)[..., 0].astype(np.uint16) * 257)), "TIFF"),
+        "tiff-gray16": encode(Image.fromarray(photo(6, 6, 1)[..., 0].astype(np.uint16) * 257), "TIFF"),
     }
     # ImageMagick's raw EXIF profile in a zTXt chunk.
     plain = out["png-rgb"]

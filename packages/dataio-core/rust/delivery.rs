@@ -46,6 +46,8 @@ impl DeliveryTracker {
     }
 
     fn __repr__(&self) -> String {
-        self.with(|d| format!("DeliveryTracker(position={}, next_seq={}, ahead={})", d.position(), d.next_seq(), d.ahead()))
+        self.with(|d| {
+            format!("DeliveryTracker(position={}, next_seq={}, ahead={})", d.position(), d.next_seq(), d.ahead())
+        })
     }
 }

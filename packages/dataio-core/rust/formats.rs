@@ -4,9 +4,9 @@
 use crate::buffers::ReadBuffer;
 use crate::dlpack::PyTensor;
 use crate::errors::IntoPy;
-use dataio_engine::runtime::slot::{run_slot, Dest, SampleKey, SlotInput, SlotOut};
 use dataio_engine::kernels::formats::tfrecord::{self, Feature};
 use dataio_engine::plan;
+use dataio_engine::runtime::slot::{run_slot, Dest, SampleKey, SlotInput, SlotOut};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 

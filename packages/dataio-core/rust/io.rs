@@ -4,11 +4,11 @@
 use crate::buffers::{ReadBuffer, WriteBuffer};
 use crate::errors::IntoPy;
 use bytes::Bytes;
-use dataio_engine::io::backend::{self, Backend, ObjectMeta as Meta, ObjectWriter, ReadShape};
-use dataio_engine::io::registry;
-use dataio_engine::io::ranges::{self, RangePolicy};
 use dataio_engine::host::pools;
 use dataio_engine::io::archive;
+use dataio_engine::io::backend::{self, Backend, ObjectMeta as Meta, ObjectWriter, ReadShape};
+use dataio_engine::io::ranges::{self, RangePolicy};
+use dataio_engine::io::registry;
 use dataio_engine::Error;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;

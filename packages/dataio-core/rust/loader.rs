@@ -5,10 +5,10 @@ use crate::dlpack::PyTensor;
 use crate::errors::{to_pyerr, IntoPy};
 use crate::shards::PyShardSet;
 use crate::source::{PyOps, PyPlannedSource, PySource};
+use dataio_engine::plan::{self, Plan, Shape};
 use dataio_engine::runtime::planner::{self, Planner};
 use dataio_engine::runtime::RecordSource;
 use dataio_engine::runtime::{Batch, Loader, Next, Options, PlanOptions, Shard, SlotValue};
-use dataio_engine::plan::{self, Plan, Shape};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
@@ -207,20 +207,21 @@ impl RecordSource for ConcatSource {
         let mut out = Vec::with_capacity(indices.len());
         let mut run: Vec<u64> = Vec::new();
         let mut run_part = usize::MAX;
-        let flush = |part: usize, run: &mut Vec<u64>, parts: &mut Vec<Box<dyn RecordSource>>, out: &mut Vec<_>, tag: bool| {
-            if run.is_empty() {
-                return Ok(());
-            }
-            let mut got: Vec<dataio_engine::runtime::Record> = parts[part].get(run)?;
-            if tag {
-                for r in &mut got {
-                    r.fields.push(("__source__".into(), dataio_engine::runtime::Value::Int(part as i64)));
+        let flush =
+            |part: usize, run: &mut Vec<u64>, parts: &mut Vec<Box<dyn RecordSource>>, out: &mut Vec<_>, tag: bool| {
+                if run.is_empty() {
+                    return Ok(());
                 }
-            }
-            out.extend(got);
-            run.clear();
-            Ok::<(), dataio_engine::Error>(())
-        };
+                let mut got: Vec<dataio_engine::runtime::Record> = parts[part].get(run)?;
+                if tag {
+                    for r in &mut got {
+                        r.fields.push(("__source__".into(), dataio_engine::runtime::Value::Int(part as i64)));
+                    }
+                }
+                out.extend(got);
+                run.clear();
+                Ok::<(), dataio_engine::Error>(())
+            };
         for &i in indices {
             let i = if self.total == 0 { i } else { i % self.total };
             let part = self.bases.partition_point(|&b| b <= i).saturating_sub(1);

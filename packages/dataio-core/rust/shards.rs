@@ -2,8 +2,8 @@
 //! of shards that the loader reads natively (see `dataio_engine::runtime::shards`).
 
 use crate::errors::IntoPy;
-use dataio_engine::runtime::Value;
 use dataio_engine::runtime::shards::{Format, ShardCache, ShardSet, ShardSetOptions};
+use dataio_engine::runtime::Value;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use std::sync::atomic::Ordering;

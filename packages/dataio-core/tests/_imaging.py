@@ -120,7 +120,7 @@ def diff(a: Any, b: Any) -> tuple[float, int]:
     return float(d.mean()), float(d.max())
 
 
-def assert_close(got: Any, ref: Any, *, mean: float, max: float, what: str = "") -> None:
+def assert_close(got: Any, ref: Any, *, mean: float, max: float, what: str = "") -> None:  # noqa: A002 - the keyword callers pass
     m, mx = diff(got, ref)
     assert m <= mean and mx <= max, f"{what}: mean abs err {m:.3f} (limit {mean}), max abs err {mx} (limit {max})"
 

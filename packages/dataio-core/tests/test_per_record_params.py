@@ -51,8 +51,8 @@ def test_resize_reads_its_size_from_each_record() -> None:
 
 
 def test_the_bucket_pipeline_gives_same_size_stacked_batches() -> None:
-    # The spec benchmark's shape: records carry their bucket's size, the
-    # sampler groups them, group_by makes one batch per bucket.
+    # The shape of the bucket workload (docs/benchmark.md): records carry their
+    # bucket's size, the sampler groups them, group_by makes one batch per bucket.
     records = _records()
     pipe = dataio.pipeline(
         dataio.slot("image").decode_image().resize_short(dataio.col("h")).center_crop(h=dataio.col("h"), w=dataio.col("w")).normalize("symmetric"),

@@ -381,11 +381,14 @@ def test_decoder_factories_match_decoder_methods() -> None:
         assert method.ops == dataio.slot("x").apply(factory).ops
 
 
-def test_a_branch_built_from_factories_equals_the_spec_form() -> None:
+def test_a_branch_built_from_factories_equals_the_readme_form() -> None:
     spec = dataio.slot("image").decode_image(mode="rgb").when(c.shape(axis=0).gt(512)).then(dataio.transforms.center_crop(h=512, w=512)).otherwise(dataio.transforms.resize(h=512, w=512))
     again = dataio.slot("image").decode_image(mode="rgb").when(c.shape(axis=0).gt(512)).then(T.center_crop(h=512, w=512)).otherwise(T.resize(h=512, w=512))
     other = dataio.slot("image").decode_image(mode="rgb").when(c.shape(axis=0).gt(511)).then(T.center_crop(h=512, w=512)).otherwise(T.resize(h=512, w=512))
-    sig = lambda s: dataio.pipeline(s, dataio.batch(2)).signature
+
+    def sig(s: Any) -> Any:
+        return dataio.pipeline(s, dataio.batch(2)).signature
+
     assert sig(spec) == sig(again) != sig(other)
     static = {n: s for n, s, _ in dataio.pipeline(spec, dataio.batch(2)).compiled().slots()}
     assert static["image"] == [512, 512, 3], "both branches give 512x512x3: the slot stays fixed-shape"

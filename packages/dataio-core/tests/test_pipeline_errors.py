@@ -183,7 +183,7 @@ def test_log_errors_callable_receives_row_errors(files: dict[str, Path]) -> None
     assert sum(len(b) for b in batches) == 6
 
 
-def test_the_spec_form_log_errors_alone_logs_bad_rows(files: dict[str, Path], caplog: pytest.LogCaptureFixture) -> None:
+def test_the_readme_form_log_errors_alone_logs_bad_rows(files: dict[str, Path], caplog: pytest.LogCaptureFixture) -> None:
     """The README shows ``run("torch", log_errors=True)`` without on_failure:
     whatever the loader then does with the row (skip it or raise), the row
     must be logged through ``dataio.rows``."""

@@ -1,5 +1,5 @@
 """Loader behaviour: delivery order, closing mid-epoch, record sources,
-len(), group_by + from_sampler with context, optional slots and the spec's
+len(), group_by + from_sampler with context, optional slots and the README's
 shape-driven branch."""
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ def test_breaking_out_of_the_with_block_closes_and_frees(image_files: list[Path]
     base = settle()
     records = recs(image_files, 400)
     with small_pipe(4, prefetch=2).bind(records).run("torch", concurrency=8) as loader:
-        for i, b in enumerate(loader):
+        for i, b in enumerate(loader):  # noqa: B007 - b outlives the loop, deleted below
             if i == 2:
                 break
     del b

@@ -113,7 +113,7 @@ def test_random_crop_is_a_window_of_the_source_at_varying_places(sources: list[n
     for i, a in enumerate(sources):
         out = got[f"k{i:02d}"]
         assert out.shape == (32, 40, 3)
-        hits = [(t, l) for t in range(a.shape[0] - 32 + 1) for l in range(a.shape[1] - 40 + 1) if np.array_equal(a[t : t + 32, l : l + 40], out)]
+        hits = [(top, left) for top in range(a.shape[0] - 32 + 1) for left in range(a.shape[1] - 40 + 1) if np.array_equal(a[top : top + 32, left : left + 40], out)]
         assert hits, f"record {i}: the random crop is not a window of the source"
         places.add(hits[0])
     assert len(places) > N // 2, "random_crop keeps choosing the same place"

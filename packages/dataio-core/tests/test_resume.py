@@ -90,8 +90,8 @@ def test_output_does_not_depend_on_concurrency_order_or_world() -> None:
     a, _ = _run(_pipe(), concurrency=1)
     _same(a, FULL)
     b, _ = _run(_pipe(), concurrency=13, order="completion")
-    by_key = {tuple(k): (i, l) for k, i, l in b}
-    for k, i, l in FULL:
+    by_key = {tuple(k): (i, label) for k, i, label in b}
+    for k, i, _label in FULL:
         assert torch.equal(by_key[tuple(k)][0], i)
     # Two ranks together produce the same samples as one rank (no batch transform).
     plain = dataio.pipeline(dataio.slot("image").decode_image().random_resized_crop(24, 24).hflip().normalize(), dataio.batch(5))

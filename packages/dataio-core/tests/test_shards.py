@@ -5,13 +5,8 @@ resume and cache like lists of files."""
 
 from __future__ import annotations
 
-import gzip
 import io
 import json
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 

@@ -16,7 +16,7 @@ os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("HF_HUB_DISABLE_XET", "1")
 os.environ.pop("HF_TOKEN", None)
 
-import dataio
+import dataio  # noqa: E402 - after HF_ENDPOINT is set
 
 
 @pytest.fixture(scope="session")

@@ -20,7 +20,7 @@ from dataio.errors import (
     InvalidArgumentError,
     OutOfRangeError,
     StorageError,
-    TimeoutError,
+    TimeoutError,  # noqa: A004 - dataio's, a subclass of the builtin
 )
 from dataio_rdma import RdmaDisconnectedError, _native
 

@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 from dataio import rdma
+from dataio.plugins import install_hint
 
 
 def _python(code: str, **env: str) -> dict:
@@ -67,7 +68,7 @@ except ImportError as e:
     print(json.dumps({"error": str(e)}))
 """
     )
-    assert "pip install 'dataio[rdma]'" in result["error"]
+    assert install_hint("dataio-rdma") in result["error"]
 
 
 def test_info_lists_providers(libfabric: dict) -> None:

@@ -47,6 +47,16 @@ pub fn set_resolver(resolver: Option<Arc<Resolver>>) {
     *registry().resolver.write().unwrap() = resolver;
 }
 
+/// How to install `dist`, one of dataio's own distributions: the words after
+/// "install it with" in an error saying it is missing. The one source of this
+/// text (`dataio.plugins.install_hint` returns it through the binding).
+pub fn install_words(dist: &str) -> String {
+    format!(
+        "`pip install --find-links wheelhouse/ {dist}`, wheelhouse/ built in a dataio clone by \
+         `python3 -m nox -s wheels -- wheelhouse/` (dataio's packages are not on PyPI; see the README's Install section)"
+    )
+}
+
 /// The install hint for schemes whose plugin ships with dataio.
 pub fn install_hint(scheme: &str) -> Option<String> {
     let extra = match scheme {
@@ -56,7 +66,7 @@ pub fn install_hint(scheme: &str) -> Option<String> {
         "hf" => "hf",
         _ => return None,
     };
-    Some(format!("`pip install 'dataio[{extra}]'` (the dataio-{extra} plugin)"))
+    Some(install_words(&format!("dataio-{extra}")))
 }
 
 /// The backend serving `uri`, loading it through the resolver on first use.
@@ -97,7 +107,7 @@ mod tests {
             Ok(_) => panic!("no s3 backend expected"),
         };
         let msg = err.to_string();
-        assert!(msg.contains("pip install 'dataio[s3]'"), "{msg}");
+        assert!(msg.contains("`pip install --find-links wheelhouse/ dataio-s3`"), "{msg}");
         let err = match backend_for("weird://x") {
             Err(e) => e,
             Ok(_) => panic!(),

@@ -42,6 +42,11 @@ def _parse_connection_string(text: str) -> dict[str, str]:
     return {k.strip(): v.strip() for k, v in parts.items()}
 
 
+def _fixed_bearer(token: str) -> Refresh:
+    """A refresh returning a token the user gave, which has no known expiry."""
+    return lambda: {"bearer": token, "expires_at": None}
+
+
 def _identity_refresh(credential: Any) -> Refresh:
     def refresh() -> dict[str, Any]:
         token = credential.get_token(SCOPE)
@@ -95,7 +100,7 @@ def resolve(settings: SchemeSettings) -> tuple[dict[str, Any], Refresh | None]:
         token = values.get("token")
         if not token:
             raise InvalidArgumentError(f"{scheme}:// method='token' needs token=")
-        refresh = lambda: {"bearer": token, "expires_at": None}
+        refresh = _fixed_bearer(token)
     elif method == "explicit":
         if not _apply_keys(scheme, values, options):
             raise InvalidArgumentError(
@@ -110,7 +115,7 @@ def resolve(settings: SchemeSettings) -> tuple[dict[str, Any], Refresh | None]:
             try:
                 from azure.identity import DefaultAzureCredential
             except ImportError as exc:
-                raise InvalidArgumentError(f"{scheme}:// method='default' needs azure-identity (pip install 'dataio[azure]')") from exc
+                raise InvalidArgumentError(f"{scheme}:// method='default' needs azure-identity (pip install 'azure-identity>=1.15')") from exc
             refresh = _identity_refresh(DefaultAzureCredential())
     else:
         raise settings.unsupported_method()

@@ -32,7 +32,7 @@ PUBLIC_KEYS = frozenset(
 METHODS = ("default", "explicit", "anonymous", "env", "profile", "sas", "shared_key", "token", "service_account")
 
 _lock = threading.Lock()
-_credentials: dict[str, "Credentials"] = {}
+_credentials: dict[str, Credentials] = {}
 _endpoints: dict[str, str] = {}
 
 

@@ -1,7 +1,7 @@
 """``python -m dataio.demo``: the main job of the README.
 
 Makes a small image dataset (once, cached), then trains a tiny model for two
-epochs with the spec's first pipeline feeding torch, and prints the
+epochs with the README's first pipeline feeding torch, and prints the
 throughput. The images are procedural but image-like: smooth gradients,
 shapes and texture, JPEG-encoded at mixed sizes and qualities, in four
 classes the model can learn.

@@ -20,7 +20,7 @@ def _cuda_reason() -> str | None:
     try:
         import torch
     except ImportError:
-        return "torch is not installed (pip install 'dataio[torch]')"
+        return "torch is not installed (pip install 'torch>=2.1')"
     if not torch.cuda.is_available():
         return f"torch {torch.__version__} sees no CUDA device on this host"
     return None
@@ -62,7 +62,9 @@ def gds_info() -> dict[str, Any]:
         reasons.append(cuda)
     reader = _cuda_reader()
     if reader is None:
-        reasons.append("the dataio-gds plugin is not installed (pip install 'dataio[gds]')")
+        from .plugins import install_hint
+
+        reasons.append("the dataio-gds plugin is not installed; install it with " + install_hint("dataio-gds"))
     return {
         "available": not reasons,
         "reason": "; ".join(reasons) if reasons else None,

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from types import ModuleType
 from typing import Any
 
+from . import _native
 from ._plugins import BackendRegistration, OpSpec, PluginInfo, Registration, host
 from .config import SchemeSettings, get_settings
 from .hookspecs import BackendRegistrar, CapabilityRegistrar, hookimpl
@@ -41,6 +42,7 @@ __all__ = [
     "list_executors",
     "register_backend",
     "plugin_manager",
+    "install_hint",
 ]
 
 RUNTIME = "<runtime>"
@@ -86,6 +88,17 @@ def register_backend(scheme: str, backend: object | Callable[[], object], *, plu
 def plugin_manager():  # -> pluggy.PluginManager
     """The underlying pluggy manager (loads plugins if they are not loaded yet)."""
     return host.manager()
+
+
+#: How one of dataio's own packages installs. They are not on the Python
+#: registry (its ``dataio`` is an unrelated project): their wheels come from a
+#: wheelhouse built in a clone. The Rust engine's hint for a scheme whose
+#: plugin is missing (``install_hint`` in crates/dataio-engine) uses the same words.
+def install_hint(dist: str) -> str:
+    """How to install ``dist``, one of dataio's own distributions (``"dataio-rdma"``):
+    the words after "install it with" in an error saying that it is missing. The
+    engine holds the text (its own "unsupported scheme" errors say the same)."""
+    return _native.install_hint(dist)
 
 
 #: The tuning keys the shared object-store backend (``crates/dataio-objstore``,

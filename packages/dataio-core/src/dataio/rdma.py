@@ -1,5 +1,5 @@
 """``dataio.rdma``: one-sided RDMA over libfabric, served by the
-``dataio-rdma`` plugin (``pip install 'dataio[rdma]'``).
+``dataio-rdma`` plugin (see :func:`dataio.plugins.install_hint`).
 
 This module only forwards: the names below resolve, on first use, to those
 of the object the plugin registered as the ``rdma`` namespace (the
@@ -40,12 +40,14 @@ NAMESPACE = "rdma"
 
 def _plugin() -> Any:
     from ._plugins import host
+    from .plugins import install_hint
 
     api = host.namespace(NAMESPACE)
     if api is None:
         # A plugin that is installed but failed to load is named with its error.
         raise ImportError(
-            "dataio.rdma needs the dataio-rdma plugin: pip install 'dataio[rdma]'" + host.failed_note(), name="dataio_rdma"
+            "dataio.rdma needs the dataio-rdma plugin; install it with " + install_hint("dataio-rdma") + host.failed_note(),
+            name="dataio_rdma",
         )
     return api
 

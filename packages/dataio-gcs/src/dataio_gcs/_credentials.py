@@ -25,6 +25,11 @@ from dataio.plugins import CredentialRefresh as Refresh
 SCOPES = ["https://www.googleapis.com/auth/devstorage.read_write"]
 
 
+def _fixed_bearer(token: str) -> Refresh:
+    """A refresh returning a token the user gave, which has no known expiry."""
+    return lambda: {"bearer": token, "expires_at": None}
+
+
 def _google_refresh(creds: Any) -> Refresh:
     from google.auth.transport.requests import Request
 
@@ -52,13 +57,13 @@ def resolve(settings: SchemeSettings) -> tuple[dict[str, Any], Refresh | None]:
         token = values.get("token")
         if not token:
             raise InvalidArgumentError(f"{scheme}:// method='token' needs token=")
-        refresh = lambda: {"bearer": token, "expires_at": None}
+        refresh = _fixed_bearer(token)
     elif method in ("default", "service_account", "explicit"):
         try:
             import google.auth
             from google.oauth2 import service_account
         except ImportError as exc:
-            raise InvalidArgumentError(f"{scheme}:// credentials need google-auth (pip install 'dataio[gcs]')") from exc
+            raise InvalidArgumentError(f"{scheme}:// credentials need google-auth (pip install 'google-auth[requests]>=2.20')") from exc
         try:
             if values.get("path"):
                 found = service_account.Credentials.from_service_account_file(values["path"], scopes=SCOPES)

@@ -1,4 +1,4 @@
-"""The hf:// backend: the methods of ``dataio.testing.PythonBackend`` over
+"""The hf:// backend: the methods of ``dataio.hookspecs.PythonBackend`` over
 ``huggingface_hub``.
 
 Reads are ranged GETs of the Hub's resolve URLs (retried with backoff on 429

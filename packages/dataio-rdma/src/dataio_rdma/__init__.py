@@ -12,7 +12,7 @@ needed, so importing this package never fails for its absence; ``available()``,
 """
 
 from . import _api
-from ._api import (
+from ._api import (  # noqa: F401 - re-exported: __all__ below takes _api.__all__
     DEFAULT_CHUNK_SIZE,
     DEFAULT_MAX_INFLIGHT,
     Client,

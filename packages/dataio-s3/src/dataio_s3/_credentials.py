@@ -45,7 +45,7 @@ def _botocore_session(profile: str | None) -> Any:
     try:
         import botocore.session
     except ImportError as exc:  # a dependency of dataio-s3; only a broken install lacks it
-        raise InvalidArgumentError("method='default' needs botocore (pip install 'dataio[s3]')") from exc
+        raise InvalidArgumentError("method='default' needs botocore (pip install 'botocore>=1.34')") from exc
     return botocore.session.Session(profile=profile)
 
 

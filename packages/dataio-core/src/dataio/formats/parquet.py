@@ -35,7 +35,7 @@ def _pa() -> Any:
     try:
         import pyarrow.parquet as pq
     except ImportError:
-        raise InvalidArgumentError("parquet support needs pyarrow: pip install 'dataio[parquet]'") from None
+        raise InvalidArgumentError("parquet support needs pyarrow: pip install 'pyarrow>=14'") from None
     return pq
 
 

@@ -1,5 +1,6 @@
-"""The spec's "Direct IO" examples, verbatim, against moto (a bucket named
-``bucket``, the endpoint configured the way the spec configures R2)."""
+"""The Direct IO verbs (the README's "Direct IO" section: head, read, write,
+exists, ls, glob, fetch_into, reader, writer) over s3:// against moto, in a
+bucket named ``bucket``; and credentials and an endpoint configured for R2."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from conftest import S3Server
 
 
 @pytest.fixture
-def spec_bucket(s3: S3Server) -> Iterator[None]:
+def direct_io_bucket(s3: S3Server) -> Iterator[None]:
     client = s3.client
     try:
         client.create_bucket(Bucket="bucket")
@@ -38,8 +39,8 @@ def huge_generator() -> Iterator[bytes]:
         yield bytes([i]) * (1 << 20)
 
 
-def test_the_direct_io_examples_run_verbatim(spec_bucket: None) -> None:
-    # -- the spec, verbatim ----------------------------------------------------
+def test_the_direct_io_examples_run_verbatim(direct_io_bucket: None) -> None:
+    # -- the calls, as a user writes them --------------------------------------
     dataio.head("s3://bucket/file.bin")
     chunk = dataio.read("s3://bucket/file.bin", offset=0, size=1 << 20)
     etag  = dataio.write("s3://bucket/out.bin", chunk)
