@@ -87,7 +87,11 @@ fn main() {
             run_slot(slot, SlotInput::Data(bytes::Bytes::copy_from_slice(f)), &rec, key, None, dest).unwrap();
         }
         let n = (files.len() * rounds) as f64;
-        println!("{label}: {:.0}/s wall, {:.0} us CPU per image", n / t0.elapsed().as_secs_f64(), (cpu_seconds() - c0) * 1e6 / n);
+        println!(
+            "{label}: {:.0}/s wall, {:.0} us CPU per image",
+            n / t0.elapsed().as_secs_f64(),
+            (cpu_seconds() - c0) * 1e6 / n
+        );
     }
 }
 

@@ -1,9 +1,9 @@
 //! The executor end to end, without Python: records in, batches out.
 
 use bytes::Bytes;
-use dataio_engine::runtime::{Loader, Next, Options, PlanOptions, Record, SlotValue, Value, VecSource};
-use dataio_engine::plan::compile;
 use dataio_engine::base::tensor::DType;
+use dataio_engine::plan::compile;
+use dataio_engine::runtime::{Loader, Next, Options, PlanOptions, Record, SlotValue, Value, VecSource};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -81,7 +81,12 @@ fn output_does_not_depend_on_concurrency_or_order() {
     let plan_json = PLAN.replace(r#"{"op":"normalize"}"#, r#"{"op":"hflip"},{"op":"normalize"}"#);
     let plan = Arc::new(compile(&plan_json).unwrap());
     let run = |concurrency, completion| {
-        let opts = Options { concurrency, completion_order: completion, plan: PlanOptions { seed: Some(5), ..Default::default() }, ..Default::default() };
+        let opts = Options {
+            concurrency,
+            completion_order: completion,
+            plan: PlanOptions { seed: Some(5), ..Default::default() },
+            ..Default::default()
+        };
         let mut l = Loader::start(plan.clone(), Box::new(VecSource::new(records(12))), opts, None).unwrap();
         let mut got: Vec<(String, Vec<u8>)> = Vec::new();
         for b in drain(&mut l) {

@@ -6,9 +6,9 @@
 //! prefix followed by `/`: `head` and `exists` answer for one when objects
 //! lie below it, listings report common prefixes with `is_dir`.
 
+use crate::client::{Inner, Target};
 use crate::config::StoreConfig;
 use crate::runtime;
-use crate::client::{Inner, Target};
 use crate::writer::{PendingWrite, WriterCell};
 use dataio_abi::{caps, status, AbiError, Dst, ExportBackend, Meta, Reply, WriterHandle};
 use futures::{StreamExt, TryStreamExt};

@@ -362,7 +362,6 @@ pub fn read_scalar(dtype: DType, b: &[u8]) -> f64 {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

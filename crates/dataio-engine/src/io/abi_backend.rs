@@ -6,8 +6,8 @@
 //! stays alive until the plugin completes, so a slow plugin can never write
 //! into freed memory.
 
-use crate::io::backend::{Backend, Capabilities, ObjectMeta, ObjectWriter, PutResult};
 use crate::base::error::{Error, Result};
+use crate::io::backend::{Backend, Capabilities, ObjectMeta, ObjectWriter, PutResult};
 use async_trait::async_trait;
 use bytes::Bytes;
 use dataio_abi::{caps, status, BackendV1, Completion, ObjectMetaV1, OwnedBuf, Str};

@@ -12,7 +12,10 @@ pub const DEFAULT_MAX_GUNZIP: u64 = 64 << 30;
 
 /// Decompresses a gzip stream (all members), refusing output beyond `max_output`.
 pub fn gunzip(uri: &str, data: &[u8], max_output: u64) -> Result<Bytes> {
-    crate::base::guard::catch(|m| Error::corrupt(uri, "archive", format!("the reader failed on it ({m})")), || gunzip_unguarded(uri, data, max_output))
+    crate::base::guard::catch(
+        |m| Error::corrupt(uri, "archive", format!("the reader failed on it ({m})")),
+        || gunzip_unguarded(uri, data, max_output),
+    )
 }
 
 fn gunzip_unguarded(uri: &str, data: &[u8], max_output: u64) -> Result<Bytes> {
@@ -55,7 +58,10 @@ pub fn check_entry_name(uri: &str, name: &str) -> Result<()> {
 
 /// Lists the regular files of a tar archive in order.
 pub fn tar_entries(uri: &str, data: &[u8]) -> Result<Vec<TarEntry>> {
-    crate::base::guard::catch(|m| Error::corrupt(uri, "archive", format!("the reader failed on it ({m})")), || tar_entries_unguarded(uri, data))
+    crate::base::guard::catch(
+        |m| Error::corrupt(uri, "archive", format!("the reader failed on it ({m})")),
+        || tar_entries_unguarded(uri, data),
+    )
 }
 
 fn tar_entries_unguarded(uri: &str, data: &[u8]) -> Result<Vec<TarEntry>> {
@@ -87,7 +93,10 @@ fn tar_entries_unguarded(uri: &str, data: &[u8]) -> Result<Vec<TarEntry>> {
 
 /// The bytes of entry `name`, sliced from `data` without a copy.
 pub fn tar_entry(uri: &str, data: &Bytes, name: &str) -> Result<Bytes> {
-    crate::base::guard::catch(|m| Error::corrupt(uri, "archive", format!("the reader failed on it ({m})")), || tar_entry_unguarded(uri, data, name))
+    crate::base::guard::catch(
+        |m| Error::corrupt(uri, "archive", format!("the reader failed on it ({m})")),
+        || tar_entry_unguarded(uri, data, name),
+    )
 }
 
 fn tar_entry_unguarded(uri: &str, data: &Bytes, name: &str) -> Result<Bytes> {

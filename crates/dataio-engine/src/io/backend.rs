@@ -42,7 +42,8 @@ pub struct Capabilities {
 
 impl Capabilities {
     /// Everything a remote object store offers.
-    pub const ALL: Capabilities = Capabilities { write: true, delete: true, list: true, ranged_read: true, mapped: false };
+    pub const ALL: Capabilities =
+        Capabilities { write: true, delete: true, list: true, ranged_read: true, mapped: false };
     pub const READ_ONLY: Capabilities =
         Capabilities { write: false, delete: false, list: true, ranged_read: true, mapped: false };
 

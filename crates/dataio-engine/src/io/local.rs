@@ -5,8 +5,8 @@
 //! temporary file in the destination directory, are fsynced, and are renamed
 //! into place, so a reader sees the old content or the new, never a half.
 
-use crate::io::backend::{Backend, Capabilities, ObjectMeta, ObjectWriter, PutResult};
 use crate::base::error::{Error, Result};
+use crate::io::backend::{Backend, Capabilities, ObjectMeta, ObjectWriter, PutResult};
 use crate::io::uri::{self, Target};
 use async_trait::async_trait;
 use bytes::Bytes;

@@ -19,8 +19,8 @@
 //! backend reads from a map, where neither helps: [`RangePolicy::for_backend`]
 //! turns both off for it.
 
-use crate::io::backend::Backend;
 use crate::base::error::Result;
+use crate::io::backend::Backend;
 use futures::{StreamExt, TryStreamExt};
 
 /// How [`read_ranges_into`] groups and splits requests.
@@ -248,8 +248,9 @@ mod tests {
         std::fs::write(&path, [1u8; 50]).unwrap();
         let mut buf = [0u8; 20];
         let b = crate::io::local::LocalBackend;
-        let err = crate::host::pools::block_on(read_ranges_into(&b, path.to_str().unwrap(), vec![(40, &mut buf[..])], &P))
-            .unwrap_err();
+        let err =
+            crate::host::pools::block_on(read_ranges_into(&b, path.to_str().unwrap(), vec![(40, &mut buf[..])], &P))
+                .unwrap_err();
         assert_eq!(err.kind(), crate::ErrorKind::OutOfRange);
     }
 }

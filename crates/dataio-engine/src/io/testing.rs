@@ -134,9 +134,9 @@ impl ExportBackend for MemExport {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::base::error::ErrorKind;
     use crate::io::abi_backend::{AbiBackend, AbiBackendRef};
     use crate::io::backend::Backend;
-    use crate::base::error::ErrorKind;
     use bytes::Bytes;
     use std::sync::Arc;
 

@@ -129,7 +129,9 @@ impl Step {
     pub fn cols(&self) -> Vec<(&'static str, &str)> {
         let params: Vec<(&'static str, Option<&str>)> = match self {
             Step::Resize(r) => vec![("h", r.h.col()), ("w", r.w.col())],
-            Step::ResizeShort(r) => vec![("size", r.size.col()), ("max_size", r.max_size.as_ref().and_then(Param::col))],
+            Step::ResizeShort(r) => {
+                vec![("size", r.size.col()), ("max_size", r.max_size.as_ref().and_then(Param::col))]
+            }
             Step::ResizeLong(r) => vec![("size", r.size.col())],
             Step::CenterCrop(c) => vec![("h", c.h.col()), ("w", c.w.col())],
             Step::Crop(c) => vec![("top", c.top.col()), ("left", c.left.col()), ("h", c.h.col()), ("w", c.w.col())],
@@ -226,8 +228,8 @@ impl Pred {
     /// Parses and checks what serde cannot: shape predicates compare numbers,
     /// `is_in` takes a list.
     fn parse(v: &Json, where_: &str) -> Result<Pred> {
-        let p: Pred = serde_json::from_value(v.clone())
-            .map_err(|_| Error::Plan(format!("{where_}: not a predicate: {v}")))?;
+        let p: Pred =
+            serde_json::from_value(v.clone()).map_err(|_| Error::Plan(format!("{where_}: not a predicate: {v}")))?;
         p.check(where_)?;
         Ok(p)
     }
@@ -273,10 +275,16 @@ pub struct SlotProgram {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Shape {
-    Batch { size: usize, drop_last: bool },
+    Batch {
+        size: usize,
+        drop_last: bool,
+    },
     /// One batch per distinct key, in first-arrival order, with at most
     /// `max_open_groups` groups open (see `exec::planner::Grouped`).
-    GroupBy { key: String, max_open_groups: usize },
+    GroupBy {
+        key: String,
+        max_open_groups: usize,
+    },
 }
 
 /// Open groups `group_by` holds when the plan does not say.
@@ -367,8 +375,7 @@ impl Ctx<'_> {
     }
 }
 
-const START_WITH_A_DECODER: &str =
-    "start it with decode_image(), decode_bytes(), decode_npy() or decode_safetensors()";
+const START_WITH_A_DECODER: &str = "start it with decode_image(), decode_bytes(), decode_npy() or decode_safetensors()";
 
 fn parse_decoder(ctx: &Ctx, node: &OpJson, external: &BTreeSet<String>) -> Result<Decoder> {
     match ops::decoder(&node.op, &node.params) {
@@ -510,7 +517,8 @@ fn compile_slot(sj: &SlotJson, external: &BTreeSet<String>, fields: &mut BTreeSe
             Some(pred)
         }
     };
-    let first = sj.ops.first().ok_or_else(|| Error::Plan(format!("slot {name:?} has no decoder: {START_WITH_A_DECODER}")))?;
+    let first =
+        sj.ops.first().ok_or_else(|| Error::Plan(format!("slot {name:?} has no decoder: {START_WITH_A_DECODER}")))?;
     let decoder = parse_decoder(&Ctx { slot: &name, op: &first.op, index: 0 }, first, external)?;
     if let Decoder::Safetensors { tensor_key: Param::Col(c) } = &decoder {
         fields.insert(c.clone());
@@ -549,7 +557,17 @@ fn compile_slot(sj: &SlotJson, external: &BTreeSet<String>, fields: &mut BTreeSe
             (None, None)
         }
     };
-    Ok(SlotProgram { name, field, optional: sj.optional, stack: sj.stack, active_when, decoder, steps, static_shape, dtype })
+    Ok(SlotProgram {
+        name,
+        field,
+        optional: sj.optional,
+        stack: sj.stack,
+        active_when,
+        decoder,
+        steps,
+        static_shape,
+        dtype,
+    })
 }
 
 /// Parses, validates and compiles a plan. `external_ops` names the plugin
@@ -559,7 +577,8 @@ pub fn compile(json: &str) -> Result<Plan> {
     if !root.is_object() {
         return Err(Error::Plan("plan must be an object".into()));
     }
-    let pj: PlanJson = serde_path_to_error::deserialize(&root).map_err(|e| Error::Plan(format!("{}: {}", e.path(), e.inner())))?;
+    let pj: PlanJson =
+        serde_path_to_error::deserialize(&root).map_err(|e| Error::Plan(format!("{}: {}", e.path(), e.inner())))?;
     match pj.version {
         Some(1) => {}
         other => return Err(Error::Plan(format!("unsupported plan version {other:?} (this dataio reads version 1)"))),
@@ -576,9 +595,9 @@ pub fn compile(json: &str) -> Result<Plan> {
         }
         slots.push(compile_slot(sj, &pj.external_ops, &mut fields)?);
     }
-    let shape_json = pj
-        .shape
-        .ok_or_else(|| Error::Plan("a pipeline needs exactly one shape stage: batch(), collate() or group_by()".into()))?;
+    let shape_json = pj.shape.ok_or_else(|| {
+        Error::Plan("a pipeline needs exactly one shape stage: batch(), collate() or group_by()".into())
+    })?;
     let (shape, prefetch) = match shape_json {
         ShapeJson::Batch { size, drop_last, prefetch } => (Shape::Batch { size: size.0 as usize, drop_last }, prefetch),
         ShapeJson::GroupBy { key, max_open_groups, prefetch } => {

@@ -230,7 +230,9 @@ impl<'de> Deserialize<'de> for MeanStd {
         let v = Json::deserialize(d)?;
         if let Some(name) = v.as_str() {
             return Preset::deserialize(Json::String(name.to_string())).map(MeanStd::Preset).map_err(|_| {
-                D::Error::custom(format!("unknown normalization {name:?} (imagenet, clip, symmetric, unit, or (mean, std))"))
+                D::Error::custom(format!(
+                    "unknown normalization {name:?} (imagenet, clip, symmetric, unit, or (mean, std))"
+                ))
             });
         }
         let list = |x: &Json| -> Option<Vec<f32>> {
@@ -628,13 +630,12 @@ fn params<T: DeserializeOwned>(params: &Map<String, Json>) -> std::result::Resul
 /// A slot's decoder from its op node.
 pub fn decoder(name: &str, p: &Map<String, Json>) -> Option<std::result::Result<Decoder, String>> {
     Some(match name {
-        "decode_image" => params::<DecodeImage>(p)
-            .map(|d| Decoder::Image {
-                mode: d.mode,
-                max_pixels: d.max_pixels.0,
-                dct_scaling: d.dct_scaling,
-                exif: d.apply_exif_orientation,
-            }),
+        "decode_image" => params::<DecodeImage>(p).map(|d| Decoder::Image {
+            mode: d.mode,
+            max_pixels: d.max_pixels.0,
+            dct_scaling: d.dct_scaling,
+            exif: d.apply_exif_orientation,
+        }),
         "decode_bytes" => params::<DecodeBytes>(p).map(|_| Decoder::Bytes),
         "decode_npy" => params::<DecodeNpy>(p).map(|_| Decoder::Npy),
         "decode_safetensors" => {
@@ -680,10 +681,9 @@ pub fn batch_op(name: &str, p: &Map<String, Json>) -> Result<BatchOp> {
         "mixup" => params::<Mix>(p).map(BatchOp::Mixup).map_err(bad),
         "cutmix" => params::<Mix>(p).map(BatchOp::Cutmix).map_err(bad),
         "pad_to_longest" => params::<PadToLongest>(p).map(BatchOp::PadToLongest).map_err(bad),
-        other => Err(Error::Plan(format!(
-            "unknown batch transform {other:?} (known: {})",
-            batch_op_names().join(", ")
-        ))),
+        other => {
+            Err(Error::Plan(format!("unknown batch transform {other:?} (known: {})", batch_op_names().join(", "))))
+        }
     }
 }
 

@@ -5,8 +5,8 @@
 
 use super::record::Context;
 use crate::base::error::Error;
-use crate::plan::{Plan, Stack};
 use crate::base::tensor::{pooled, AlignedBuf, DType, Tensor};
+use crate::plan::{Plan, Stack};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 

@@ -12,10 +12,10 @@
 
 use super::batch::{Batch, SlotValue};
 use crate::base::error::{Error, Result};
-use crate::plan::ops::{Mix, PadToLongest};
-use crate::plan::BatchOp;
 use crate::base::rng::{key, Stream};
 use crate::base::tensor::{pooled, read_scalar, write_scalar, DType, Tensor};
+use crate::plan::ops::{Mix, PadToLongest};
+use crate::plan::BatchOp;
 use std::sync::Arc;
 
 /// Gamma(shape, 1) by Marsaglia–Tsang, from a keyed stream.

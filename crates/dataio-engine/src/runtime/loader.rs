@@ -11,11 +11,11 @@ use super::planner::{self, Explicit, PlanOptions, PlannedSource, Planner};
 use super::record::{Record, Value};
 use super::slot::{decoder_name, eval_field_pred, run_slot, Dest, ExternalOps, SampleKey, SlotInput, SlotOut};
 use super::source::RecordSource;
+use crate::base::error::{Error, Result, RowContext};
+use crate::host::pools;
 use crate::io::backend::Backend;
 use crate::io::registry;
-use crate::base::error::{Error, Result, RowContext};
 use crate::plan::{Plan, Shape};
-use crate::host::pools;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use futures::FutureExt;
 use std::collections::BTreeMap;
@@ -38,7 +38,13 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        Options { plan: PlanOptions::default(), concurrency: 16, completion_order: false, skip_errors: false, prefetch: None }
+        Options {
+            plan: PlanOptions::default(),
+            concurrency: 16,
+            completion_order: false,
+            skip_errors: false,
+            prefetch: None,
+        }
     }
 }
 
@@ -580,7 +586,8 @@ fn process(
         if let Ok(batch) = &mut result {
             if !sh.plan.batch_ops.is_empty() {
                 let seed = sh.opts.plan.seed.unwrap_or(0);
-                if let Err(e) = super::batch_ops::apply(&sh.plan.batch_ops, batch, seed, sh.opts.plan.epoch, first_position)
+                if let Err(e) =
+                    super::batch_ops::apply(&sh.plan.batch_ops, batch, seed, sh.opts.plan.epoch, first_position)
                 {
                     result = Err(e);
                 }
@@ -625,7 +632,8 @@ fn process_row(
             }
             Input::Remote(_, u) => unreachable!("remote input {u} should have been fetched"),
         };
-        let key = SampleKey { seed: sh.opts.plan.seed.unwrap_or(0), epoch: sh.opts.plan.epoch, index: idx, slot: si as u64 };
+        let key =
+            SampleKey { seed: sh.opts.plan.seed.unwrap_or(0), epoch: sh.opts.plan.epoch, index: idx, slot: si as u64 };
         let t0 = Instant::now();
         // SAFETY: this task owns `row` until it calls row_done.
         let dest_row = unsafe { builder.row_mut(si, row) };

@@ -176,9 +176,7 @@ impl MixOrder {
 
     fn epoch_len(&self) -> u64 {
         let ends = || {
-            (0..self.w.len())
-                .filter(|&s| self.w[s] > 0.0)
-                .map(|s| self.position_of(s, self.spec.parts[s].len - 1) + 1)
+            (0..self.w.len()).filter(|&s| self.w[s] > 0.0).map(|s| self.position_of(s, self.spec.parts[s].len - 1) + 1)
         };
         match self.spec.stop {
             Stop::Samples(n) => n,
@@ -322,9 +320,7 @@ impl MixOrder {
         for x in whole..p {
             after[self.source_at(x).0] += 1;
         }
-        (0..self.w.len())
-            .map(|s| (after[s] - before[s], after[s] / self.spec.parts[s].len.max(1)))
-            .collect()
+        (0..self.w.len()).map(|s| (after[s] - before[s], after[s] / self.spec.parts[s].len.max(1))).collect()
     }
 }
 
@@ -395,7 +391,10 @@ mod tests {
         assert!(cycles[0] != cycles[1] && cycles[1] != cycles[2]);
         // Another mixed epoch starts the source with another order.
         let next = MixOrder::new(spec(&[40, 10], &[0.5, 0.5], Stop::AllExhausted), Some(4), 1).unwrap();
-        assert_ne!((0..10).map(|q| next.member(1, q)).collect::<Vec<_>>(), (0..10).map(|q| m.member(1, q)).collect::<Vec<_>>());
+        assert_ne!(
+            (0..10).map(|q| next.member(1, q)).collect::<Vec<_>>(),
+            (0..10).map(|q| m.member(1, q)).collect::<Vec<_>>()
+        );
     }
 
     #[test]

@@ -22,9 +22,9 @@ pub mod slot;
 pub mod source;
 
 pub use batch::{Batch, SlotValue};
+pub use delivery::Delivery;
 pub use loader::{Loader, Next, Options, Stats};
 pub use mix::{MixOrder, MixSpec, Part, Stop};
-pub use delivery::Delivery;
 pub use planner::{PlanOptions, PlannedBatch, PlannedRow, PlannedSource};
 pub use record::{Record, Value};
 pub use schedule::{Layout, Shard, ShardOrder};

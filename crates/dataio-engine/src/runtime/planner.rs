@@ -430,8 +430,8 @@ impl StreamReader {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::source::VecSource;
     use crate::plan::compile;
+    use crate::runtime::source::VecSource;
 
     fn grouped(keys: &[&str], max_open: usize, start: u64) -> Result<Vec<(Vec<u64>, u64)>> {
         let plan = compile(&format!(

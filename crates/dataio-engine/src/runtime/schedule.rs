@@ -17,8 +17,8 @@
 //! resume and elastic resume work on it unchanged; what it holds grows with
 //! the number of shards, not of samples.
 
-use crate::base::error::{Error, Result};
 use super::mix::{MixOrder, MixSpec};
+use crate::base::error::{Error, Result};
 use crate::base::rng::{key, Permutation};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -3,16 +3,16 @@
 
 use super::record::{Record, Value};
 use crate::base::error::{Error, Result};
+use crate::base::rng::{key, Stream};
+use crate::base::tensor::{read_scalar, write_scalar, AlignedBuf, DType, Tensor};
 use crate::kernels::image::finish::Finish;
 use crate::kernels::image::geometry::{render, render_with, Geo};
 use crate::kernels::image::{self, jpeg, Pixels};
 use crate::plan::ops::Dim;
 use crate::plan::{Cmp, Decoder, ImageMode, Param, Pred, SlotProgram, Step};
-use crate::base::rng::{key, Stream};
-use crate::base::tensor::{read_scalar, write_scalar, AlignedBuf, DType, Tensor};
-use std::borrow::Cow;
 use bytes::Bytes;
 use serde_json::{Map, Value as Json};
+use std::borrow::Cow;
 use std::sync::Arc;
 
 /// Plugin ops the binding layer runs (Python, with the GIL).
@@ -166,10 +166,9 @@ fn record_int(record: &Record, field: &str, op: &str, param: &str) -> Result<i64
         None | Some(Value::Null) => {
             Err(Error::decode(op, format!("{}: the record has no field {field:?} (or it is None)", what())))
         }
-        Some(other) => Err(Error::decode(
-            op,
-            format!("{}: field {field:?} must be an integer, got {}", what(), other.display()),
-        )),
+        Some(other) => {
+            Err(Error::decode(op, format!("{}: field {field:?} must be an integer, got {}", what(), other.display())))
+        }
     }
 }
 
@@ -482,7 +481,9 @@ pub fn run_slot(
     external: Option<&dyn ExternalOps>,
     dest: Dest<'_>,
 ) -> Result<SlotOut> {
-    crate::base::guard::decoding(decoder_name(&slot.decoder), || run_slot_unguarded(slot, input, record, key, external, dest))
+    crate::base::guard::decoding(decoder_name(&slot.decoder), || {
+        run_slot_unguarded(slot, input, record, key, external, dest)
+    })
 }
 
 fn run_slot_unguarded(
@@ -537,7 +538,14 @@ fn run_slot_unguarded(
                     }
                 },
             };
-            finish_tensor(crate::kernels::formats::safetensors::decode(&data, &name)?, &slot.steps, key, record, external, dest)
+            finish_tensor(
+                crate::kernels::formats::safetensors::decode(&data, &name)?,
+                &slot.steps,
+                key,
+                record,
+                external,
+                dest,
+            )
         }
         (Decoder::External { name, params }, SlotInput::Data(data)) => {
             let ext = external.ok_or_else(|| Error::invalid(format!("decoder {name} needs its plugin")))?;

@@ -1,8 +1,8 @@
 //! Where records come from. The binding layer implements [`RecordSource`]
 //! over Python sequences and iterables (one GIL acquisition per chunk).
 
-use super::record::Record;
 use super::mix::MixSpec;
+use super::record::Record;
 use super::schedule::Layout;
 use crate::base::error::Result;
 

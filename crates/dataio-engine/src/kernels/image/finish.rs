@@ -5,8 +5,8 @@
 
 use super::Pixels;
 use crate::base::error::{Error, Result};
-use crate::plan::{Layout, Step};
 use crate::base::tensor::{write_scalar, DType};
+use crate::plan::{Layout, Step};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Finish {

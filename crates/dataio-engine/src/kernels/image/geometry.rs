@@ -14,9 +14,9 @@
 
 use super::Pixels;
 use crate::base::error::{Error, Result};
+use crate::base::rng::Stream;
 use crate::plan::ops::Dim;
 use crate::plan::{Interp, Param, Step};
-use crate::base::rng::Stream;
 use fast_image_resize as fir;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -143,8 +143,10 @@ impl Geo {
             Step::RandomCrop(c) => {
                 let (w, h) = (dim(&c.w)?, dim(&c.h)?);
                 let mut s = rng();
-                let left = if w <= self.w { s.below((self.w - w + 1) as u64) as f64 } else { -(((w - self.w) / 2) as f64) };
-                let top = if h <= self.h { s.below((self.h - h + 1) as u64) as f64 } else { -(((h - self.h) / 2) as f64) };
+                let left =
+                    if w <= self.w { s.below((self.w - w + 1) as u64) as f64 } else { -(((w - self.w) / 2) as f64) };
+                let top =
+                    if h <= self.h { s.below((self.h - h + 1) as u64) as f64 } else { -(((h - self.h) / 2) as f64) };
                 self.crop(left, top, w, h);
             }
             Step::RandomResizedCrop(c) => {
@@ -419,7 +421,8 @@ mod tests {
     fn plain_crops_copy_pixels_exactly() {
         let src = Pixels { width: 4, height: 4, channels: 1, data: (0..16).collect() };
         let mut g = Geo::new(4, 4);
-        let crop = Crop { top: Param::Fixed(1), left: Param::Fixed(2), h: Param::Fixed(Dim(2)), w: Param::Fixed(Dim(2)) };
+        let crop =
+            Crop { top: Param::Fixed(1), left: Param::Fixed(2), h: Param::Fixed(Dim(2)), w: Param::Fixed(Dim(2)) };
         g.apply(&Step::Crop(crop), &mut stream).unwrap();
         let out = render(&g, &src, (0.0, 0.0), (1.0, 1.0)).unwrap();
         assert_eq!(out.data, vec![6, 7, 10, 11]);

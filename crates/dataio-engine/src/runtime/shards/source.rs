@@ -10,9 +10,9 @@
 
 use super::cache::ShardCache;
 use super::index::{identity, Format, IndexStore, Samples, ShardIndex};
+use crate::base::error::{Error, Result};
 use crate::io::backend::{Backend, ObjectMeta};
 use crate::io::registry::backend_for;
-use crate::base::error::{Error, Result};
 use crate::runtime::{Layout, Record, RecordSource, Value};
 use bytes::Bytes;
 use std::collections::{HashMap, HashSet, VecDeque};
