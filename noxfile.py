@@ -24,6 +24,7 @@ import re
 import resource
 import shutil
 import subprocess
+import sys
 import tempfile
 import tomllib
 import zipfile
@@ -40,6 +41,9 @@ CORE = ROOT / "packages" / "dataio-core"
 PACKAGES = sorted(p.parent for p in ROOT.glob("packages/*/pyproject.toml"))
 PLUGINS = [p for p in PACKAGES if p != CORE]
 TEST_PLUGINS = sorted(p.parent for p in CORE.glob("tests/plugins/*/pyproject.toml"))
+# The benchmark harness (python -m dataio_bench): never published, so not a
+# package under packages/; the bench session installs it with its peers.
+HARNESS = ROOT / "benchmarks" / "harness"
 # Plugins with a native module (a Cargo.toml beside their pyproject) are built
 # in place by maturin like the core; the others install as editable packages.
 NATIVE_PLUGINS = [p for p in PLUGINS if (p / "Cargo.toml").is_file()]
@@ -74,10 +78,10 @@ def ensure_system_packages(session: nox.Session, extra: dict[str, str] | None = 
     subprocess.run([*sudo, apt, "install", "-y", "-qq", *missing], check=True, env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
 
 
-def install_dataio(session: nox.Session, group: str) -> None:
-    """The tool group, the core built in place by maturin, then every plugin."""
+def install_dataio(session: nox.Session, group: str, tools: Path = CORE) -> None:
+    """The tool group (of ``tools``' pyproject), the core built in place by maturin, then every plugin."""
     ensure_system_packages(session)
-    session.install("--group", f"{CORE / 'pyproject.toml'}:{group}")
+    session.install("--group", f"{tools / 'pyproject.toml'}:{group}")
     session.run(
         "maturin", "develop", "--uv", "--profile", CARGO_PROFILE, "-m", str(CORE / "Cargo.toml"),
         env={"CARGO_TARGET_DIR": str(ROOT / "target")},
@@ -122,6 +126,15 @@ def demo(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """Rust tests of the engine, then pytest for every package."""
     install_dataio(session, "test")
+    # The harness's own tests run here; its peers are no test dependency.
+    session.install("--no-deps", "-e", str(HARNESS))
+    targets = [Path(p) for p in session.posargs] or [*PACKAGES, HARNESS, ROOT / "tests"]
+    wheelhouse = WHEELS_TARGET / "wheelhouse-ci"
+    # tests/test_wheels.py installs wheels built as `nox -s wheels` builds them.
+    # A full run starts that build now, in the background at low priority, so
+    # it overlaps the Rust tests and the package suites (which spend much of
+    # their time waiting on emulators) instead of following them.
+    wheel_build = start_wheel_build(session, wheelhouse) if not session.posargs else None
     if not session.posargs:
         session.run(
             "cargo", "test", *(arg for c in RUST_CRATES for arg in ("-p", c)), "--profile", CARGO_PROFILE, "--quiet",
@@ -129,19 +142,50 @@ def tests(session: nox.Session) -> None:
         )
         # The stubs are the docs of the native layer: keep them honest.
         session.run("python", "-m", "mypy.stubtest", "dataio._native", "--ignore-missing-stub")
-    targets = [Path(p) for p in session.posargs] or [*PACKAGES, ROOT / "tests"]
     env: dict[str, str] = {}
     for target in targets:
         tests_dir = (ROOT / target / "tests") if (ROOT / target / "tests").is_dir() else ROOT / target
         if tests_dir.resolve().is_relative_to(ROOT / "tests") and not env:
             # Repository-level tests: examples run on data they make, docs match
-            # the code, and tests/test_wheels.py installs the wheels built here
-            # (as `nox -s wheels` builds them, with the cheaper profile).
-            wheelhouse = WHEELS_TARGET / "wheelhouse-ci"
-            shutil.rmtree(wheelhouse, ignore_errors=True)
-            build_wheels(session, wheelhouse, CARGO_PROFILE)
+            # the code, and tests/test_wheels.py installs the wheels built here.
+            if wheel_build is None:
+                shutil.rmtree(wheelhouse, ignore_errors=True)
+                build_wheels(session, wheelhouse, WHEEL_CHECK_PROFILE)
+            else:
+                finish_wheel_build(session, *wheel_build)
             env["DATAIO_WHEELHOUSE"] = str(wheelhouse)
         session.run("python", "-m", "pytest", str(tests_dir), "-q", "--timeout=600", "-p", "no:cacheprovider", env=env)
+
+
+# The wheels the tests install are built with this profile (Cargo.toml): code
+# at opt-level 0 (the tests install them and run small things), about half the
+# build time of the `ci` profile; `nox -s wheels` builds `release` ones to ship.
+WHEEL_CHECK_PROFILE = "wheel-check"
+
+
+def start_wheel_build(session: nox.Session, wheelhouse: Path) -> tuple[subprocess.Popen[bytes], Path]:
+    """`nox -s wheels -- WHEELHOUSE` in a child process at nice 10, logging to a file."""
+    shutil.rmtree(wheelhouse, ignore_errors=True)
+    WHEELS_TARGET.mkdir(parents=True, exist_ok=True)
+    log = WHEELS_TARGET / "wheelhouse-ci.log"
+    session.log(f"building the wheels for tests/test_wheels.py in the background (log: {log})")
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "nox", "-s", "wheels", "--", str(wheelhouse), "--profile", WHEEL_CHECK_PROFILE],
+            cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, preexec_fn=lambda: os.nice(10),
+        )
+    return proc, log
+
+
+def finish_wheel_build(session: nox.Session, proc: subprocess.Popen[bytes], log: Path) -> None:
+    started = datetime.datetime.now()
+    code = proc.wait()
+    waited = (datetime.datetime.now() - started).total_seconds()
+    text = log.read_text(errors="replace")
+    if code != 0:
+        session.error(f"the background wheel build failed ({code}); the end of {log}:\n" + text[-6000:])
+    built = [line for line in text.splitlines() if "built " in line and ".whl" in line]
+    session.log(f"wheel build done (waited {waited:.0f} s for it): " + ", ".join(b.split("built ")[-1] for b in built))
 
 
 # Fuzz targets: every `crates/*/fuzz` package (cargo-fuzz's layout), built with
@@ -161,6 +205,10 @@ FUZZ_RUSTFLAGS = " ".join([
     "-Coverflow-checks",
 ])
 FUZZ_DIR = ROOT / "target" / "fuzz"
+# The fuzz builds' own target dir: nothing in them is shared with the test
+# builds (other RUSTFLAGS), and a separate dir lets CI build them beside the
+# tests without waiting on target/'s lock.
+FUZZ_TARGET = ROOT / "target" / "fuzz-build"
 # C code in the fuzz builds (libjpeg-turbo above all) is compiled by clang with
 # libFuzzer's coverage instrumentation, so the JPEG target is guided through
 # libjpeg-turbo too (gcc has no flags for libFuzzer's counters).
@@ -202,9 +250,10 @@ def fuzz(session: nox.Session) -> None:
     if unknown:
         session.error(f"no fuzz target named {', '.join(sorted(unknown))}")
     triple = host_triple()
-    env = {"RUSTFLAGS": FUZZ_RUSTFLAGS, "CARGO_TARGET_DIR": str(ROOT / "target")}
+    env = {"RUSTFLAGS": FUZZ_RUSTFLAGS, "CARGO_TARGET_DIR": str(FUZZ_TARGET)}
+    # nasm for every build: the engine's build.rs refuses a JPEG decoder without SIMD.
+    ensure_system_packages(session, {} if quick else FUZZ_SYSTEM_PACKAGES)
     if not quick:
-        ensure_system_packages(session, FUZZ_SYSTEM_PACKAGES)
         cc_triple = triple.replace("-", "_")
         env |= {f"CC_{cc_triple}": "clang", f"CFLAGS_{cc_triple}": FUZZ_CFLAGS}
     profile = FUZZ_QUICK_PROFILE if quick else CARGO_PROFILE
@@ -220,7 +269,7 @@ def fuzz(session: nox.Session) -> None:
         artifacts = FUZZ_DIR / "artifacts" / target
         corpus.mkdir(parents=True, exist_ok=True)
         artifacts.mkdir(parents=True, exist_ok=True)
-        binary = ROOT / "target" / triple / profile / target
+        binary = FUZZ_TARGET / triple / profile / target
         args = [
             str(binary), f"-max_total_time={seconds}", "-timeout=10", "-rss_limit_mb=2048", "-print_final_stats=1",
             f"-artifact_prefix={artifacts}/", str(corpus), str(crate / "corpus" / target),
@@ -239,7 +288,7 @@ def fuzz(session: nox.Session) -> None:
         result = "ok" if proc.returncode == 0 else f"FAILED ({proc.returncode}): {', '.join(crashes) or 'see output'}"
         with open(FUZZ_DIR / "log.tsv", "a") as log:
             log.write("\t".join([
-                datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), target, str(seconds), f"{cpu:.0f}",
+                datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"), target, str(seconds), f"{cpu:.0f}",
                 stats.get("number_of_executed_units", "?"), cov[-1][0] if cov else "?", result,
             ]) + "\n")
         session.log(f"{target}: {stats.get('number_of_executed_units', '?')} runs, cov {cov[-1][0] if cov else '?'}: {result}")
@@ -311,11 +360,25 @@ def memcheck(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
-    """ruff on Python, rustfmt and clippy on Rust."""
-    session.install("ruff>=0.6")
-    session.run("ruff", "check", str(ROOT))
+    """ruff on Python (the rules and why: ruff.toml), rustfmt and clippy on Rust.
+
+    `nox -s lint -- --fast` (CI) leaves clippy out: it compiles the workspace
+    once more, minutes on two cores.
+    """
+    session.install("--group", f"{CORE / 'pyproject.toml'}:ruff")
+    # The whole tree, every file under the root's ruff.toml. No `ruff format
+    # --check`: the tree predates a formatter (ruff.toml says more).
+    session.run("ruff", "check", "--config", str(ROOT / "ruff.toml"), str(ROOT))
     session.run("cargo", "fmt", "--all", "--check", external=True)
-    session.run("cargo", "clippy", "--workspace", "--profile", CARGO_PROFILE, "--", "-D", "warnings", external=True)
+    if "--fast" not in session.posargs:
+        session.run("cargo", "clippy", "--workspace", "--profile", CARGO_PROFILE, "--", "-D", "warnings", external=True)
+
+
+@nox.session(venv_backend="none")
+def system(session: nox.Session) -> None:
+    """The system packages the builds and tests need (apt), alone: CI installs
+    them once before starting sessions side by side."""
+    ensure_system_packages(session)
 
 
 @nox.session(python=PYTHON)
@@ -357,8 +420,9 @@ def ensure_bench_libraries(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """The cross-framework benchmark matrix (writes bench-out/; docs/benchmark.md)."""
     ensure_bench_libraries(session)
-    install_dataio(session, "bench")
-    session.run("python", "-m", "dataio.bench", *session.posargs)
+    install_dataio(session, "bench", tools=HARNESS)
+    session.install("-e", str(HARNESS))
+    session.run("python", "-m", "dataio_bench", *session.posargs)
 
 
 # Portable wheels (nox -s wheels): the native packages are built by maturin
