@@ -26,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import tomllib
 import zipfile
 from pathlib import Path
@@ -79,32 +80,35 @@ def ensure_system_packages(session: nox.Session, extra: dict[str, str] | None = 
 
 
 def install_dataio(session: nox.Session, group: str, tools: Path = CORE) -> None:
-    """The tool group (of ``tools``' pyproject), the core built in place by maturin, then every plugin."""
+    """The tool group (of ``tools``' pyproject) and each plugin's group of the
+    same name (its emulator, its SDK extras), the core built in place by
+    maturin, then every plugin. For the tests, the npm packages install on a
+    thread while the native code builds."""
     ensure_system_packages(session)
-    session.install("--group", f"{tools / 'pyproject.toml'}:{group}")
-    session.run(
-        "maturin", "develop", "--uv", "--profile", CARGO_PROFILE, "-m", str(CORE / "Cargo.toml"),
-        env={"CARGO_TARGET_DIR": str(ROOT / "target")},
-    )
-    for pkg in NATIVE_PLUGINS:
+    groups = [
+        arg
+        for pkg in PLUGINS
+        if group in tomllib.loads((pkg / "pyproject.toml").read_text()).get("dependency-groups", {})
+        for arg in ("--group", f"{pkg / 'pyproject.toml'}:{group}")
+    ]
+    session.install("--group", f"{tools / 'pyproject.toml'}:{group}", *groups)
+    npm = start_lane(session, "npm", npm_commands(session)) if group == "test" else None
+    for pkg in [CORE, *NATIVE_PLUGINS]:
         session.run(
             "maturin", "develop", "--uv", "--profile", CARGO_PROFILE, "-m", str(pkg / "Cargo.toml"),
             env={"CARGO_TARGET_DIR": str(ROOT / "target")},
         )
     editable = [arg for pkg in PLUGINS + TEST_PLUGINS if pkg not in NATIVE_PLUGINS for arg in ("-e", str(pkg))]
     session.install(*editable)
-    # Each plugin's own group of the same name (its emulator, its SDK extras).
-    for pkg in PLUGINS:
-        if group in tomllib.loads((pkg / "pyproject.toml").read_text()).get("dependency-groups", {}):
-            session.install("--group", f"{pkg / 'pyproject.toml'}:{group}")
-    if group == "test":
-        ensure_npm_packages(session)
+    if npm is not None:
+        finish_lane(session, npm)
 
 
-def ensure_npm_packages(session: nox.Session) -> None:
-    """Installs NPM_PACKAGES under .cache/<name> (where the tests look) when npm is there;
-    without npm the tests that need them skip and say why."""
+def npm_commands(session: nox.Session) -> list[list[str]]:
+    """The installs of NPM_PACKAGES under .cache/<name> (where the tests look)
+    that are missing; without npm the tests that need them skip and say why."""
     npm = shutil.which("npm")
+    commands = []
     for name, spec in NPM_PACKAGES.items():
         prefix = ROOT / ".cache" / name
         if (prefix / "node_modules" / name).is_dir():
@@ -112,7 +116,8 @@ def ensure_npm_packages(session: nox.Session) -> None:
         if npm is None:
             session.warn(f"npm is missing: {spec} is not installed and the tests that need it will skip")
             continue
-        session.run(npm, "install", "--no-fund", "--no-audit", "--prefix", str(prefix), spec, external=True)
+        commands.append([npm, "install", "--no-fund", "--no-audit", "--prefix", str(prefix), spec])
+    return commands
 
 
 @nox.session(python=PYTHON)
@@ -124,37 +129,92 @@ def demo(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
-    """Rust tests of the engine, then pytest for every package."""
+    """Rust tests of the engine, then pytest for every package.
+
+    A full run (no arguments) runs in three lanes once everything is
+    installed: pytest of the core, then of dataio-ray (both need the CPU),
+    then the repository tests; beside them, the suites that mostly wait on
+    emulators and servers (the other plugins, the bench harness) in turn;
+    and `cargo test` of the Rust crates. The wheels the repository tests
+    install build in the background from the start. Each lane's output is
+    printed whole when it ends, a failing lane fails the session.
+    """
     install_dataio(session, "test")
     # The harness's own tests run here; its peers are no test dependency.
     session.install("--no-deps", "-e", str(HARNESS))
-    targets = [Path(p) for p in session.posargs] or [*PACKAGES, HARNESS, ROOT / "tests"]
     wheelhouse = WHEELS_TARGET / "wheelhouse-ci"
-    # tests/test_wheels.py installs wheels built as `nox -s wheels` builds them.
-    # A full run starts that build now, in the background at low priority, so
-    # it overlaps the Rust tests and the package suites (which spend much of
-    # their time waiting on emulators) instead of following them.
-    wheel_build = start_wheel_build(session, wheelhouse) if not session.posargs else None
-    if not session.posargs:
-        session.run(
-            "cargo", "test", *(arg for c in RUST_CRATES for arg in ("-p", c)), "--profile", CARGO_PROFILE, "--quiet",
-            external=True,
-        )
-        # The stubs are the docs of the native layer: keep them honest.
-        session.run("python", "-m", "mypy.stubtest", "dataio._native", "--ignore-missing-stub")
-    env: dict[str, str] = {}
-    for target in targets:
-        tests_dir = (ROOT / target / "tests") if (ROOT / target / "tests").is_dir() else ROOT / target
-        if tests_dir.resolve().is_relative_to(ROOT / "tests") and not env:
-            # Repository-level tests: examples run on data they make, docs match
-            # the code, and tests/test_wheels.py installs the wheels built here.
-            if wheel_build is None:
+    if session.posargs:
+        env: dict[str, str] = {}
+        for target in (Path(p) for p in session.posargs):
+            tests_dir = (ROOT / target / "tests") if (ROOT / target / "tests").is_dir() else ROOT / target
+            if tests_dir.resolve().is_relative_to(ROOT / "tests") and not env:
                 shutil.rmtree(wheelhouse, ignore_errors=True)
                 build_wheels(session, wheelhouse, WHEEL_CHECK_PROFILE)
-            else:
-                finish_wheel_build(session, *wheel_build)
-            env["DATAIO_WHEELHOUSE"] = str(wheelhouse)
-        session.run("python", "-m", "pytest", str(tests_dir), "-q", "--timeout=600", "-p", "no:cacheprovider", env=env)
+                env["DATAIO_WHEELHOUSE"] = str(wheelhouse)
+            session.run("python", "-m", "pytest", str(tests_dir), *PYTEST_ARGS, env=env)
+        return
+    # tests/test_wheels.py installs wheels built as `nox -s wheels` builds them:
+    # started now, in the background at low priority.
+    wheel_build = start_wheel_build(session, wheelhouse)
+    python = str(Path(session.virtualenv.location) / "bin" / "python")
+    rust = start_lane(session, "cargo test", [
+        ["cargo", "test", *(arg for c in RUST_CRATES for arg in ("-p", c)), "--profile", CARGO_PROFILE, "--quiet"],
+    ])
+    waiting = start_lane(session, "waiting suites", [
+        [python, "-m", "pytest", str(pkg / "tests"), *PYTEST_ARGS]
+        for pkg in [*PLUGINS, HARNESS] if pkg.name != "dataio-ray"
+    ])
+    # The stubs are the docs of the native layer: keep them honest.
+    session.run("python", "-m", "mypy.stubtest", "dataio._native", "--ignore-missing-stub")
+    for pkg in [CORE, *(p for p in PLUGINS if p.name == "dataio-ray")]:
+        session.run("python", "-m", "pytest", str(pkg / "tests"), *PYTEST_ARGS)
+    finish_lane(session, waiting)
+    finish_lane(session, rust)
+    # Repository-level tests: examples run on data they make, docs match the
+    # code, and tests/test_wheels.py installs the wheels built here.
+    finish_wheel_build(session, *wheel_build)
+    session.run("python", "-m", "pytest", str(ROOT / "tests"), *PYTEST_ARGS, env={"DATAIO_WHEELHOUSE": str(wheelhouse)})
+
+
+PYTEST_ARGS = ("-q", "--timeout=600", "-p", "no:cacheprovider")
+
+
+class Lane:
+    """Commands run in turn on a thread, in the session's venv; their output kept."""
+
+    def __init__(self, name: str, thread: threading.Thread, results: list[tuple[str, int, str]]) -> None:
+        self.name, self.thread, self.results = name, thread, results
+
+
+def start_lane(session: nox.Session, name: str, commands: list[list[str]]) -> Lane:
+    venv = Path(session.virtualenv.location)
+    env = {**os.environ, "VIRTUAL_ENV": str(venv), "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"}
+    results: list[tuple[str, int, str]] = []
+
+    def run() -> None:
+        for argv in commands:
+            try:
+                proc = subprocess.run(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                results.append((" ".join(argv), proc.returncode, proc.stdout))
+            except OSError as e:
+                results.append((" ".join(argv), 127, str(e)))
+
+    session.log(f"lane '{name}' started beside the session: " + "; ".join(Path(c[0]).name + " " + " ".join(c[1:4]) for c in commands))
+    thread = threading.Thread(target=run, name=name, daemon=True)
+    thread.start()
+    return Lane(name, thread, results)
+
+
+def finish_lane(session: nox.Session, lane: Lane) -> None:
+    lane.thread.join()
+    failed = []
+    for command, code, out in lane.results:
+        session.log(f"[{lane.name}] {command}: exit {code}")
+        print(out if code else "\n".join(out.strip().splitlines()[-3:]), flush=True)
+        if code:
+            failed.append(command)
+    if failed:
+        session.error(f"lane '{lane.name}' failed: " + "; ".join(failed))
 
 
 # The wheels the tests install are built with this profile (Cargo.toml): code
@@ -184,8 +244,8 @@ def finish_wheel_build(session: nox.Session, proc: subprocess.Popen[bytes], log:
     text = log.read_text(errors="replace")
     if code != 0:
         session.error(f"the background wheel build failed ({code}); the end of {log}:\n" + text[-6000:])
-    built = [line for line in text.splitlines() if "built " in line and ".whl" in line]
-    session.log(f"wheel build done (waited {waited:.0f} s for it): " + ", ".join(b.split("built ")[-1] for b in built))
+    built = re.findall(r"^nox > built (\S+\.whl)$", text, re.M)
+    session.log(f"wheel build done (waited {waited:.0f} s for it): {', '.join(built)}")
 
 
 # Fuzz targets: every `crates/*/fuzz` package (cargo-fuzz's layout), built with
