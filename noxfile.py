@@ -157,9 +157,11 @@ def tests(session: nox.Session) -> None:
     # started now, in the background at low priority.
     wheel_build = start_wheel_build(session, wheelhouse)
     python = str(Path(session.virtualenv.location) / "bin" / "python")
+    # At nice 10: its build would take a core from the Python suites on the
+    # critical path (core, then ray, then the repository tests).
     rust = start_lane(session, "cargo test", [
         ["cargo", "test", *(arg for c in RUST_CRATES for arg in ("-p", c)), "--profile", CARGO_PROFILE, "--quiet"],
-    ])
+    ], nice=10)
     waiting = start_lane(session, "waiting suites", [
         [python, "-m", "pytest", str(pkg / "tests"), *PYTEST_ARGS]
         for pkg in [*PLUGINS, HARNESS] if pkg.name != "dataio-ray"
@@ -186,7 +188,7 @@ class Lane:
         self.name, self.thread, self.results = name, thread, results
 
 
-def start_lane(session: nox.Session, name: str, commands: list[list[str]]) -> Lane:
+def start_lane(session: nox.Session, name: str, commands: list[list[str]], nice: int = 0) -> Lane:
     venv = Path(session.virtualenv.location)
     env = {**os.environ, "VIRTUAL_ENV": str(venv), "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"}
     results: list[tuple[str, int, str]] = []
@@ -194,7 +196,10 @@ def start_lane(session: nox.Session, name: str, commands: list[list[str]]) -> La
     def run() -> None:
         for argv in commands:
             try:
-                proc = subprocess.run(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                proc = subprocess.run(
+                    argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                    preexec_fn=(lambda: os.nice(nice)) if nice else None,
+                )
                 results.append((" ".join(argv), proc.returncode, proc.stdout))
             except OSError as e:
                 results.append((" ".join(argv), 127, str(e)))

@@ -1,7 +1,7 @@
 """The wheels install as a user installs them: ``dataio[s3,rdma]`` into a fresh virtualenv.
 
 ``nox -s tests`` builds the wheels (``build_wheels`` in noxfile.py, the code
-behind ``nox -s wheels``, with the ``ci`` profile) and names the folder in
+behind ``nox -s wheels``, with the ``wheel-check`` profile) and names the folder in
 ``DATAIO_WHEELHOUSE``; the build already checked each wheel's tag, LICENSE,
 README and glibc needs. Here each test makes a new virtualenv with uv,
 installs the third-party dependencies from the registry, then our packages
@@ -85,10 +85,42 @@ def install(python: Path, wheelhouse: Path, requirement: str) -> None:
     deps = third_party_requirements(wheel_metadata(wheelhouse), requirement)
     if deps:
         subprocess.run([uv, "pip", "install", "-q", "--python", str(python), *deps], check=True)
+    # --no-cache: uv takes a find-links wheel for immutable, as a registry's,
+    # and keys its cache by file name; a wheelhouse rebuilt at the same path
+    # (every CI run's) would otherwise install the first build ever cached.
     subprocess.run(
-        [uv, "pip", "install", "-q", "--python", str(python), "--no-index", "--find-links", str(wheelhouse), requirement],
+        [uv, "pip", "install", "-q", "--no-cache", "--python", str(python), "--no-index", "--find-links", str(wheelhouse),
+         requirement],
         check=True,
     )
+    stale = installed_differs(python, wheelhouse)
+    assert not stale, f"the venv's files differ from the wheelhouse's wheels: {stale}"
+
+
+def wheel_record(lines: str) -> dict[str, str]:
+    """A RECORD's file hashes by path, leaving out the .dist-info files (installers add and rewrite those)."""
+    record = {}
+    for line in lines.splitlines():
+        path, digest, *_ = line.rsplit(",", 2) + [""]
+        if digest and ".dist-info/" not in path:
+            record[path] = digest
+    return record
+
+
+def installed_differs(python: Path, wheelhouse: Path) -> list[str]:
+    """The files of our wheels that the venv holds with other contents (empty: it installed these wheels)."""
+    site = next((python.parent.parent / "lib").glob("python3*/site-packages"))
+    differs = []
+    for wheel in wheelhouse.glob("*.whl"):
+        with zipfile.ZipFile(wheel) as zf:
+            record_name = next(n for n in zf.namelist() if n.endswith(".dist-info/RECORD"))
+            expected = wheel_record(zf.read(record_name).decode())
+        installed_record = site / record_name
+        if not installed_record.is_file():
+            continue  # not part of this install
+        got = wheel_record(installed_record.read_text())
+        differs += [f"{wheel.name}: {path}" for path, digest in expected.items() if got.get(path) != digest]
+    return differs
 
 
 def run_python(python: Path, code: str, **kw) -> subprocess.CompletedProcess[str]:
@@ -105,6 +137,23 @@ def test_third_party_requirements_follow_the_extras() -> None:
     metas = {"dataio": core, "dataio-s3": s3}
     assert third_party_requirements(metas, "dataio[s3]") == ["botocore>=1.34", "pluggy>=1.5"]
     assert third_party_requirements(metas, "dataio") == ["pluggy>=1.5"]
+
+
+def test_installed_differs_finds_files_not_from_the_wheel(tmp_path: Path) -> None:
+    """The guard against a cached older build of a wheel with the same name (uv's cache, on CI)."""
+    wheelhouse, site = tmp_path / "wh", tmp_path / "venv" / "lib" / "python3.11" / "site-packages"
+    wheelhouse.mkdir()
+    (site / "zz-0.1.0.dist-info").mkdir(parents=True)
+    (tmp_path / "venv" / "bin").mkdir()
+    python = tmp_path / "venv" / "bin" / "python"
+    record = "zz/__init__.py,sha256=new,5\nzz/_native.abi3.so,sha256=same,9\nzz-0.1.0.dist-info/RECORD,,\n"
+    with zipfile.ZipFile(wheelhouse / "zz-0.1.0-py3-none-any.whl", "w") as zf:
+        zf.writestr("zz-0.1.0.dist-info/RECORD", record)
+    installed = site / "zz-0.1.0.dist-info" / "RECORD"
+    installed.write_text(record.replace("sha256=new", "sha256=old") + "zz-0.1.0.dist-info/INSTALLER,sha256=x,2\n")
+    assert installed_differs(python, wheelhouse) == ["zz-0.1.0-py3-none-any.whl: zz/__init__.py"]
+    installed.write_text(record + "zz-0.1.0.dist-info/INSTALLER,sha256=x,2\n")
+    assert installed_differs(python, wheelhouse) == []
 
 
 def test_dataio_s3_rdma_installs_and_loads_both_plugins(wheelhouse: Path, tmp_path: Path) -> None:
