@@ -165,7 +165,7 @@ def tests(session: nox.Session) -> None:
     waiting = start_lane(session, "waiting suites", [
         [python, "-m", "pytest", str(pkg / "tests"), *PYTEST_ARGS]
         for pkg in [*PLUGINS, HARNESS] if pkg.name != "dataio-ray"
-    ])
+    ] + [[python, "-m", "mypy", "--cache-dir", str(ROOT / "target" / "mypy-cache"), *MYPY_TARGETS]])  # every package's types
     # The stubs are the docs of the native layer: keep them honest.
     session.run("python", "-m", "mypy.stubtest", "dataio._native", "--ignore-missing-stub")
     for pkg in [CORE, *(p for p in PLUGINS if p.name == "dataio-ray")]:
@@ -450,8 +450,12 @@ def system(session: nox.Session) -> None:
 def typecheck(session: nox.Session) -> None:
     """mypy on the packages, and stubtest keeps the native stubs honest."""
     install_dataio(session, "lint")
-    session.run("mypy", str(CORE / "src" / "dataio"))
+    session.run("mypy", *MYPY_TARGETS)
     session.run("python", "-m", "mypy.stubtest", "dataio._native", "--ignore-missing-stub")
+
+
+# Every package's Python, type-checked together (seconds; nox -s tests runs it).
+MYPY_TARGETS = [str(CORE / "src" / "dataio"), *(str(d) for d in sorted(ROOT.glob("packages/dataio-*/src/dataio_*")))]
 
 
 # Shared libraries SPDL loads (FFmpeg 5, Debian 12 names); without them the

@@ -5,7 +5,7 @@ third-party plugins."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal, cast
 
 from . import _native
 from .hookspecs import BackendRegistrar, CapabilityRegistrar, OpRegistrar, hookimpl
@@ -23,7 +23,8 @@ def dataio_register_ops(register: OpRegistrar) -> None:
     from ._ops import BUILTIN_OPS
 
     for spec in BUILTIN_OPS.values():
-        register(spec.name, None, kind=spec.kind, params=spec.params, description=spec.description)
+        kind = cast(Literal["decode", "transform"], spec.kind)  # BUILTIN_OPS leaves the batch ops out
+        register(spec.name, None, kind=kind, params=spec.params, description=spec.description)
 
 
 @hookimpl

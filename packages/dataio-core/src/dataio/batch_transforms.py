@@ -23,6 +23,8 @@ __all__ = ["BatchTransform", "mixup", "cutmix", "pad_to_longest"]
 class BatchTransform:
     _dataio_batch_transform = True
     __slots__ = ("name", "params")
+    name: str
+    params: dict[str, Any]
 
     def __init__(self, name: str, params: dict[str, Any]) -> None:
         object.__setattr__(self, "name", name)

@@ -28,6 +28,7 @@ class Pred:
     """A compiled-in predicate. Immutable; combine with ``&``, ``|``, ``~``."""
 
     __slots__ = ("_spec",)
+    _spec: dict[str, Any]
 
     def __init__(self, spec: dict[str, Any]) -> None:
         object.__setattr__(self, "_spec", spec)

@@ -149,7 +149,7 @@ def _auto_concurrency(shape: BatchStage) -> int:
     between the source, the pools and the batcher: with 8 in flight a
     3-column parquet pipeline ran at 125k rows/s, with 512 at 270k."""
     cpu, _, _ = _native.pool_info()
-    per_batch = shape.size if shape.kind == "batch" else 64
+    per_batch = shape.size if shape.kind == "batch" and shape.size is not None else 64
     return max(8, min(1024, max(4 * cpu, per_batch)))
 
 
@@ -436,6 +436,7 @@ class Loader:
         n = self._epoch_len() - self._global_offset
         count = _native.shard_count(self._shard["id"], self._shard["of"], self._shard["pad"], max(0, n))  # Shard::count
         size = self._pipe.shape.size
+        assert size is not None, "batch() always has a size"
         return count // size if self._pipe.shape.drop_last else -(-count // size)
 
     def _epoch_len(self) -> int:

@@ -63,6 +63,9 @@ class _Frozen:
 
 class _Branch(_Frozen):
     __slots__ = ("pred", "then_ops", "otherwise_ops")
+    pred: Pred
+    then_ops: tuple[Op | _Branch, ...]
+    otherwise_ops: tuple[Op | _Branch, ...]
 
     def __init__(self, pred: Pred, then_ops: tuple[Op | _Branch, ...], otherwise_ops: tuple[Op | _Branch, ...]) -> None:
         self._set(pred=pred, then_ops=then_ops, otherwise_ops=otherwise_ops)
@@ -85,7 +88,7 @@ class _Branch(_Frozen):
 
 
 def _as_ops(ops: tuple[Any, ...], where: str) -> tuple[Op | _Branch, ...]:
-    out = []
+    out: list[Op | _Branch] = []
     for o in ops:
         if isinstance(o, Slot):
             out.extend(o.ops)
@@ -101,6 +104,8 @@ def _as_ops(ops: tuple[Any, ...], where: str) -> tuple[Op | _Branch, ...]:
 
 class _When(_Frozen):
     __slots__ = ("_slot", "_pred")
+    _slot: Slot
+    _pred: Pred
 
     def __init__(self, slot: Slot, pred: Pred) -> None:
         self._set(_slot=slot, _pred=pred)
@@ -111,6 +116,9 @@ class _When(_Frozen):
 
 class _Then(_Frozen):
     __slots__ = ("_slot", "_pred", "_ops")
+    _slot: Slot
+    _pred: Pred
+    _ops: tuple[Op | _Branch, ...]
 
     def __init__(self, slot: Slot, pred: Pred, ops: tuple[Op | _Branch, ...]) -> None:
         self._set(_slot=slot, _pred=pred, _ops=ops)
@@ -130,6 +138,12 @@ class Slot(_Frozen, SlotOps):
     slot; the chain is the op order."""
 
     __slots__ = ("name", "field", "optional", "stack", "active", "ops")
+    name: str
+    field: str  # the record field read (default: the slot's name)
+    optional: bool
+    stack: str  # "auto" or "never"
+    active: Pred | None
+    ops: tuple[Op | _Branch, ...]
 
     def __init__(
         self,

@@ -35,6 +35,7 @@ class Col:
     """A per-record parameter: the value of field ``name`` of each record."""
 
     __slots__ = ("name",)
+    name: str
 
     def __init__(self, name: str) -> None:
         if not isinstance(name, str) or not name:
@@ -84,6 +85,8 @@ class Op:
     """One op of a slot chain: a name and validated parameters. Immutable."""
 
     __slots__ = ("name", "params")
+    name: str
+    params: Mapping[str, Any]  # read-only (a MappingProxyType)
 
     def __init__(self, name: str, params: Mapping[str, Any] | None = None) -> None:
         object.__setattr__(self, "name", name)

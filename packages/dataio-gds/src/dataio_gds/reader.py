@@ -61,12 +61,13 @@ def read_staged(layout: SafetensorsLayout, device: str, chunk: int = 32 << 20) -
     buf = torch.empty(data_len, dtype=torch.uint8, device=device)
     stream = torch.cuda.Stream(device=device)
     pinned = [torch.empty(chunk, dtype=torch.uint8).pin_memory() for _ in range(2)]
-    events = [None, None]
+    events: list[torch.cuda.Event | None] = [None, None]
     for i, off in enumerate(range(0, data_len, chunk)):
         n = min(chunk, data_len - off)
         slot = i % 2
-        if events[slot] is not None:
-            events[slot].synchronize()
+        previous = events[slot]
+        if previous is not None:
+            previous.synchronize()
         dataio.fetch_into(layout.uri, pinned[slot].numpy(), offset=layout.data_offset + off, size=n)
         with torch.cuda.stream(stream):
             buf[off : off + n].copy_(pinned[slot][:n], non_blocking=True)

@@ -44,7 +44,7 @@ import time
 import uuid
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, Self
+from typing import Any, Self, cast
 
 from dataio.errors import DataioError, InvalidArgumentError
 from dataio.contract import EpochJob, FinishedBatch
@@ -60,6 +60,11 @@ logger = logging.getLogger("dataio.ray")
 # How long one wait for results lasts before the bookkeeping (deadlines of
 # starting workers, task timeouts) runs again. Results wake the wait at once.
 POLL_SECONDS = 0.5
+
+
+def _counters() -> dict[str, float]:
+    """Seconds and counts by name, missing ones 0 (typeshed types a Counter's values as int)."""
+    return cast("dict[str, float]", collections.Counter())
 
 
 def _positive(name: str, value: Any, *, allow_none: bool = False, real: bool = False) -> Any:
@@ -321,7 +326,7 @@ class RayEpochRun:
         self._calls: dict[Any, _Call] = {}  # ObjectRef → call
         self._no_worker_since: float | None = None
         self._t0 = time.monotonic()
-        self._totals: dict[str, float] = collections.Counter()
+        self._totals = _counters()
         self._per_worker: dict[int, dict[str, float]] = {}
         self._retried = 0
         # stats() may be called from another thread (a progress display)
@@ -575,7 +580,7 @@ class RayEpochRun:
     def _worker_row(self, worker: _Worker) -> dict[str, float]:
         row = self._per_worker.get(worker.index)
         if row is None:
-            row = self._per_worker[worker.index] = collections.Counter()
+            row = self._per_worker[worker.index] = _counters()
         return row
 
     def _worker_rows(self) -> list[dict[str, Any]]:
@@ -585,7 +590,7 @@ class RayEpochRun:
             counters = self._per_worker.get(w.index)
             if counters is None and w.state == "dead":
                 continue  # died before this epoch
-            counters = counters or collections.Counter()
+            counters = counters or _counters()
             row: dict[str, Any] = {
                 "name": w.name,
                 "state": w.state,

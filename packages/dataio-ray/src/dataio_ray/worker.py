@@ -119,4 +119,5 @@ def actor_class(max_concurrency: int) -> Any:
     """The remote actor class. Restarts are the trainer's business, not
     Ray's (``max_restarts=0``): a lost worker's batches go to the others at
     once, and a replacement is started under the executor's own budget."""
-    return ray.remote(max_restarts=0, max_task_retries=0, max_concurrency=max_concurrency)(BatchWorker)
+    # ray's typed overloads of remote() leave out the actor options (max_concurrency)
+    return ray.remote(max_restarts=0, max_task_retries=0, max_concurrency=max_concurrency)(BatchWorker)  # type: ignore[call-overload]

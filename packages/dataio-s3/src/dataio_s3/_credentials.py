@@ -43,7 +43,7 @@ def _region(scheme: str, values: Mapping[str, Any], session: Any = None) -> str:
 
 def _botocore_session(profile: str | None) -> Any:
     try:
-        import botocore.session
+        import botocore.session  # type: ignore[import-untyped]
     except ImportError as exc:  # a dependency of dataio-s3; only a broken install lacks it
         raise InvalidArgumentError("method='default' needs botocore (pip install 'botocore>=1.34')") from exc
     return botocore.session.Session(profile=profile)

@@ -33,7 +33,7 @@ __all__ = ["read_parquet", "scan_parquet", "parquet_records", "DataioFile"]
 
 def _pa() -> Any:
     try:
-        import pyarrow.parquet as pq
+        import pyarrow.parquet as pq  # type: ignore[import-untyped]
     except ImportError:
         raise InvalidArgumentError("parquet support needs pyarrow: pip install 'pyarrow>=14'") from None
     return pq
@@ -88,7 +88,7 @@ def _wrap(uri: str, fn: Callable[[], Any]) -> Any:
 
 
 def _expression(pred: Pred) -> Any:
-    import pyarrow.compute as pc
+    import pyarrow.compute as pc  # type: ignore[import-untyped]
 
     def walk(s: dict[str, Any]) -> Any:
         if "and" in s:

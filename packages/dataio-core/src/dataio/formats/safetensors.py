@@ -284,6 +284,7 @@ class SafetensorsFile:
     def _numpy_map(self) -> Any:
         import numpy as np
 
+        assert self._local is not None, "a memory map is made of local files only"
         with self._lock:
             if self._map is None:
                 self._map = np.memmap(self._local, dtype=np.uint8, mode="c", shape=(self.size,))
