@@ -13,9 +13,10 @@ import statistics
 import time
 from pathlib import Path
 
-import dataio
 import numpy as np
 from PIL import Image
+
+import dataio
 
 
 def make_images(folder: Path, n: int) -> list[str]:

@@ -37,8 +37,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-import dataio
 import numpy as np
+
+import dataio
 
 BATCH = 64
 
@@ -124,6 +125,7 @@ def main() -> int:
     print(f"local: {json.dumps(results['local'])}", file=sys.stderr)
 
     import ray
+
     from dataio_ray import RayExecutor
 
     if os.environ.get("RAY_ADDRESS"):

@@ -75,9 +75,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dataio_bench.nginx import Nginx, NginxUnavailable
-
 import numpy as np
+
+from dataio_bench.nginx import Nginx, NginxUnavailable
 
 BUCKET = "bench"
 ACCESS_KEY = "AKIADATAIOBENCH00001"

@@ -92,19 +92,20 @@ import hashlib
 import json
 import os
 import platform
-import threading
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import dataio
 import numpy as np
-from dataio.errors import RowError
 from PIL import Image
+
+import dataio
+from dataio.errors import RowError
 
 DATA_VERSION = 1
 SIDE = (64, 256)  # each side of a stored image, px

@@ -17,11 +17,12 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-import dataio
 import numpy as np
 import torch
-from dataio import cond as c
 from PIL import Image
+
+import dataio
+from dataio import cond as c
 
 
 def make_records(root: Path, n: int = 40) -> list[dict]:

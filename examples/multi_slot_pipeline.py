@@ -15,10 +15,11 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-import dataio
 import numpy as np
 import torch
 from PIL import Image
+
+import dataio
 
 
 def make_table(root: Path, n: int = 160) -> list[dict]:

@@ -24,13 +24,14 @@ import os
 import tempfile
 from pathlib import Path
 
-import dataio
 import numpy as np
 import ray
 import ray.data
 import torch
-from dataio_ray import RayExecutor, to_dataset
 from PIL import Image
+
+import dataio
+from dataio_ray import RayExecutor, to_dataset
 
 SEED = 7
 

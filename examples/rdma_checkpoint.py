@@ -26,8 +26,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-import dataio
 import numpy as np
+
+import dataio
 
 DTYPES = {"F32": np.float32, "F16": np.float16, "I64": np.int64, "U8": np.uint8}
 

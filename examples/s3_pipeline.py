@@ -23,9 +23,10 @@ import io
 import logging
 import sys
 
-import dataio
 import numpy as np
 from PIL import Image
+
+import dataio
 
 ACCESS_KEY_ID = "AKIAEXAMPLEEMULATOR1"  # the emulator accepts any keys
 SECRET_ACCESS_KEY = "example-emulator-secret"

@@ -18,9 +18,10 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-import dataio
 import torch
 from torch.utils.data import BatchSampler, RandomSampler
+
+import dataio
 
 
 def make_cache(root: Path, n: int = 96) -> list[dict]:

@@ -18,10 +18,11 @@ import json
 import tempfile
 from pathlib import Path
 
-import dataio
 import numpy as np
 import torch
 from PIL import Image
+
+import dataio
 
 WORLD = 2
 SEED = 42

@@ -21,9 +21,10 @@ from collections.abc import Iterator
 from email.utils import formatdate
 from pathlib import Path
 
+import pytest
+
 import dataio
 import dataio_azure
-import pytest
 from dataio.testing import QUICK_RETRIES
 
 ACCOUNT = "devstoreaccount1"

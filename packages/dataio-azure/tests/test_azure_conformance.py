@@ -7,10 +7,11 @@ from __future__ import annotations
 import base64
 import uuid
 
-import dataio
-import dataio_azure
 import pytest
 from conftest import ACCOUNT, KEY, Azurite
+
+import dataio
+import dataio_azure
 from dataio.testing import BackendConformance, ObjectStoreConformance, PluginConformance
 
 WRONG_KEY = base64.b64encode(b"dataio-wrong-key-that-must-never-be-printed!!").decode()

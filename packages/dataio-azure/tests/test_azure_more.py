@@ -10,9 +10,10 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import dataio
 import pytest
 from conftest import ACCOUNT, KEY, Azurite, configure, unconfigure
+
+import dataio
 
 MiB = 1 << 20
 

@@ -17,10 +17,11 @@ import zlib
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-import dataio
 import numpy as np
-from dataio import _native
 from PIL import Image, ImageDraw, ImageFilter
+
+import dataio
+from dataio import _native
 
 # ---------------------------------------------------------------------------
 # Test images

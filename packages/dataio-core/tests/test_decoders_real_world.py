@@ -14,12 +14,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tifffile
+from _imaging import natural_image
 from PIL import Image, ImageOps
 
 import dataio
 from dataio.errors import DataioError, DecodeError, RowError
-
-from _imaging import natural_image
 
 
 def _photo(h: int = 48, w: int = 64, channels: int = 3, seed: int = 3) -> np.ndarray:

@@ -19,7 +19,6 @@ from hypothesis import strategies as st
 import dataio
 from dataio.errors import CorruptDataError
 
-
 # -- safetensors ---------------------------------------------------------------
 
 ALL_DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8, torch.bool, torch.float8_e4m3fn, torch.float8_e5m2]

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import time
 
-import dataio
 import numpy as np
 import pytest
-from dataio.loader import StatsReport, describe_stats
 from PIL import Image
+
+import dataio
+from dataio.loader import StatsReport, describe_stats
 
 
 def snap(t: float, **kw: float) -> dict:

@@ -7,10 +7,11 @@ import json
 import math
 from typing import Any
 
-import dataio
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+import dataio
 
 A = [{"key": f"a{i}", "x": i} for i in range(60)]
 B = [{"key": f"b{i}", "x": 1000 + i} for i in range(30)]

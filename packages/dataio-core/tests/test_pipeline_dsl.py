@@ -13,10 +13,11 @@ import textwrap
 from collections.abc import Callable
 from typing import Any
 
-import dataio
 import numpy as np
 import pytest
 from _imaging import decode_one, natural_image, png
+
+import dataio
 from dataio import cond as c
 from dataio import transforms as T
 from dataio.errors import PlanError

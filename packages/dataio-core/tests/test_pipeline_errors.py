@@ -9,7 +9,6 @@ import logging
 from pathlib import Path
 from typing import Any
 
-import dataio
 import numpy as np
 import pytest
 from _imaging import (
@@ -22,6 +21,8 @@ from _imaging import (
     rows,
     safetensors_bytes,
 )
+
+import dataio
 from dataio.errors import RowError
 
 BAD_KINDS = ["corrupt", "garbled_header", "truncated", "empty", "text", "huge_png", "huge_jpeg", "missing"]

@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import dataio
 import numpy as np
 import pytest
 import torch
@@ -28,6 +27,8 @@ from _imaging import (
     safetensors_bytes,
     tv_center_crop,
 )
+
+import dataio
 from dataio import _native
 from dataio import cond as c
 from dataio.errors import InvalidArgumentError

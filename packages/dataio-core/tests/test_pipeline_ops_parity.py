@@ -20,7 +20,6 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-import dataio
 import numpy as np
 import pytest
 from _imaging import (
@@ -47,8 +46,10 @@ from _imaging import (
     tv_resize_short_size,
     webp_lossless,
 )
-from dataio import transforms as T
 from PIL import Image, ImageOps
+
+import dataio
+from dataio import transforms as T
 
 EXACT = dict(mean=0.0, max=0.0)
 RESAMPLE = RESAMPLE_TOL

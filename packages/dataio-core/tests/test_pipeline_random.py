@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import dataio
 import numpy as np
 import pytest
 from _imaging import RESAMPLE_TOL, natural_image, pil_resize, png, rows, run_all
+
+import dataio
 
 N = 24
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import dataio
 import numpy as np
 import pytest
 import torch
 from _imaging import jpeg, natural_image, tv_center_crop
 from PIL import Image
+
+import dataio
 
 IMAGENET_MEAN = np.array([0.485, 0.456, 0.406], dtype=np.float32)
 IMAGENET_STD = np.array([0.229, 0.224, 0.225], dtype=np.float32)

@@ -8,11 +8,12 @@ import gc
 import time
 from typing import Any
 
-import dataio
 import numpy as np
 import pytest
 import torch
 from _imaging import decode_one, live_buffers, natural_image, png, run_all
+
+import dataio
 from dataio import _native
 from dataio import cond as c
 

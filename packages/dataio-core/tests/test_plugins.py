@@ -12,14 +12,13 @@ import uuid
 from pathlib import Path
 
 import pytest
+from conftest import run_python
 
 import dataio
 from dataio._plugins import PluginHost
 from dataio.errors import InvalidArgumentError, PluginError
 from dataio.plugins import install_hint, list_backends, register_backend
 from dataio.testing import BackendConformance
-
-from conftest import run_python
 
 
 def test_installed_dataio_is_ours() -> None:

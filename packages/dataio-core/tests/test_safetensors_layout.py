@@ -9,10 +9,11 @@ import json
 import struct
 from pathlib import Path
 
-import dataio
 import numpy as np
 import pytest
 import torch
+
+import dataio
 from dataio.errors import CorruptDataError
 from dataio.formats.safetensors import (
     SAFETENSORS_DTYPES,

@@ -10,10 +10,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-import dataio
 import numpy as np
 import pytest
 from PIL import Image
+
+import dataio
 
 wds = pytest.importorskip("webdataset", reason="webdataset is in the test group")
 

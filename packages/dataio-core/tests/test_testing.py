@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from conftest import run_python
+
 import dataio.hookspecs
 import dataio.testing
-
-from conftest import run_python
 
 EXPORTS = [
     "BackendConformance",

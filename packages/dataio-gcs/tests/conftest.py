@@ -15,10 +15,11 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import dataio
-import dataio_gcs
 import pytest
 from _xml_api import XmlApiFront
+
+import dataio
+import dataio_gcs
 from dataio.testing import QUICK_RETRIES, require
 
 

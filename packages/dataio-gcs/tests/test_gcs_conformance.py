@@ -7,10 +7,11 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 
-import dataio
-import dataio_gcs
 import pytest
 from conftest import FakeGcs
+
+import dataio
+import dataio_gcs
 from dataio.testing import ObjectStoreConformance, PluginConformance
 
 TOKEN = "ya29.dataio-test-token-never-printed"

@@ -9,10 +9,11 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import dataio
 import pytest
 from _xml_api import XmlApiFront
 from conftest import FakeGcs, configure, unconfigure
+
+import dataio
 
 MiB = 1 << 20
 

@@ -9,6 +9,7 @@ import uuid
 
 import pytest
 from _hub import FakeHub
+
 from dataio.testing import BackendConformance, FormatsConformance, PluginConformance
 
 

@@ -3,9 +3,10 @@ never show, typed errors, and ranged reads of a large file."""
 
 from __future__ import annotations
 
-import dataio
 import pytest
 from _hub import FakeHub
+
+import dataio
 from dataio_hf.backend import parse
 
 TOKEN = "hf_dataioTestTokenThatMustNeverBePrinted"

@@ -9,9 +9,10 @@ import io
 import uuid
 from pathlib import Path
 
-import dataio
 import numpy as np
 from _hub import FakeHub
+
+import dataio
 from dataio.testing import pipeline_images, require
 
 

@@ -9,10 +9,11 @@ import io
 from pathlib import Path
 from typing import Any
 
-import dataio
 import numpy as np
 import pytest
 from PIL import Image
+
+import dataio
 
 datasets = pytest.importorskip("datasets", reason="datasets is in the core's test group")
 

@@ -8,8 +8,9 @@ import io
 import os
 from typing import Any
 
-import dataio
 import numpy as np
+
+import dataio
 
 
 def jpeg(i: int) -> bytes:

@@ -8,10 +8,11 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-import dataio
 import numpy as np
 import pytest
 from _data import make_records, random_pipeline
+
+import dataio
 from dataio.errors import InvalidArgumentError
 from dataio_ray import to_dataset
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import dataio
 import pytest
 from _data import label_context, make_records, random_pipeline, snapshot
+
+import dataio
 from dataio.errors import RowError
 from dataio_ray import RayExecutor
 

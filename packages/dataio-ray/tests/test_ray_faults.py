@@ -10,9 +10,10 @@ import os
 import signal
 from typing import Any
 
-import dataio
 import pytest
 from _data import make_records, random_pipeline, snapshot, worker_only_crash
+
+import dataio
 from dataio_ray import RayExecutor, WorkersLostError
 
 RECORDS = make_records(40)

@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import dataio
 import pytest
+
+import dataio
 from dataio.errors import InvalidArgumentError
 from dataio.testing import PluginConformance
 

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
-from dataio.contract import PlannedBatch
 
+from dataio.contract import PlannedBatch
 from dataio_ray.window import BatchWindow, RetriesSpent
 
 ROWS = 4  # records per planned batch

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from dataio_rdma import _native
 
 SERVER_SCRIPT = Path(__file__).with_name("_server.py")

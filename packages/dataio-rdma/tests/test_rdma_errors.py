@@ -14,6 +14,7 @@ import threading
 import time
 
 import pytest
+
 from dataio import rdma
 from dataio.errors import (
     AccessDeniedError,

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import struct
 
-import dataio
 import pytest
+
+import dataio
 from dataio import rdma
 from dataio.formats.safetensors import MAX_HEADER, SafetensorsLayout
 from dataio.testing import require

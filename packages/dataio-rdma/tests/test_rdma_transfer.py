@@ -16,6 +16,7 @@ import time
 
 import numpy as np
 import pytest
+
 from dataio import rdma
 from dataio.testing import require
 from dataio_rdma import _native

@@ -15,9 +15,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
+
 import dataio
 import dataio_s3
-import pytest
 from dataio.testing import QUICK_RETRIES, require
 
 ACCESS_KEY = "AKIADATAIOTESTKEY01"

@@ -9,9 +9,10 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 
-import dataio_s3
 import pytest
 from conftest import ACCESS_KEY, SECRET_KEY, S3Server, configure, unconfigure
+
+import dataio_s3
 from dataio.testing import BackendConformance, ObjectStoreConformance, PluginConformance
 
 

@@ -9,9 +9,10 @@ import io
 import tarfile
 from collections.abc import Iterator
 
-import dataio
 import pytest
 from conftest import S3Server
+
+import dataio
 
 
 @pytest.fixture

@@ -11,9 +11,10 @@ import time
 import uuid
 from collections.abc import Iterator
 
-import dataio
 import pytest
 from conftest import ACCESS_KEY, SECRET_KEY, S3Server, configure, free_port
+
+import dataio
 from dataio.testing import assert_no_secret
 
 

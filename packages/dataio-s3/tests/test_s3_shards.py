@@ -15,11 +15,12 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import dataio
 import numpy as np
 import pytest
 from conftest import ACCESS_KEY, SECRET_KEY, S3Server
 from PIL import Image
+
+import dataio
 
 wds = pytest.importorskip("webdataset", reason="webdataset is in the core's test group")
 

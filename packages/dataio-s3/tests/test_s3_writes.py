@@ -7,9 +7,10 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 
-import dataio
 import pytest
 from conftest import CuttableProxy, S3Server, configure
+
+import dataio
 
 MiB = 1 << 20
 

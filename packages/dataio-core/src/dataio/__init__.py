@@ -8,11 +8,10 @@ installed plugin serves.
 
 from __future__ import annotations
 
-from . import errors
+from . import batch_transforms, capabilities, cond, errors, executor, plugins, transforms
 from ._native import __version__
 from ._plugins import install_resolver as _install_resolver
 from .config import configure_credentials, configure_endpoint
-from . import batch_transforms, capabilities, cond, executor, plugins, transforms
 from .errors import DataioError
 from .formats import (
     iter_tfrecord,
@@ -29,10 +28,6 @@ from .formats import (
     write_tfrecord,
 )
 from .gds import gds_available, gds_info
-from .loader import Batch, Loader, from_sampler
-from .mix import mix
-from .pipeline import Pipeline, batch, collate, group_by, map, pipeline, slot  # noqa: A004 - dataio.map is public
-from .transforms import col
 from .hookspecs import hookimpl
 from .io import (
     ObjectMeta,
@@ -50,6 +45,10 @@ from .io import (
     write,
     writer,
 )
+from .loader import Batch, Loader, from_sampler
+from .mix import mix
+from .pipeline import Pipeline, batch, collate, group_by, map, pipeline, slot  # noqa: A004 - dataio.map is public
+from .transforms import col
 
 _install_resolver()
 

@@ -15,7 +15,17 @@ from typing import TYPE_CHECKING, Any, cast
 
 from . import _native
 from ._stats import StatsReport, describe_stats
-from .contract import COLLATE_KEY, EpochJob, EpochRun, ExecutedBatch, Executor, Shard, SizedRecords, TaggedArray, is_sequence
+from .contract import (
+    COLLATE_KEY,
+    EpochJob,
+    EpochRun,
+    ExecutedBatch,
+    Executor,
+    Shard,
+    SizedRecords,
+    TaggedArray,
+    is_sequence,
+)
 from .errors import CheckpointError, InvalidArgumentError, RowError
 from .executor import resolve_executor
 

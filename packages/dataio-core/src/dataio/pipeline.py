@@ -21,9 +21,10 @@ import json
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from . import _native, transforms as T
-from ._ops_generated import SlotOps
+from . import _native
+from . import transforms as T
 from ._ops import BUILTIN_OPS
+from ._ops_generated import SlotOps
 from ._plugins import host
 from .cond import Pred
 from .contract import COLLATE_KEY, EpochJob

@@ -54,8 +54,9 @@ def read_gds(layout: SafetensorsLayout, device: str) -> dict[str, Any]:
 
 
 def read_staged(layout: SafetensorsLayout, device: str, chunk: int = 32 << 20) -> dict[str, Any]:
-    import dataio
     import torch
+
+    import dataio
 
     data_len = layout.data_size
     buf = torch.empty(data_len, dtype=torch.uint8, device=device)

@@ -24,12 +24,13 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from dataio.contract import EpochJob, PlannedBatch, TaggedArray
-from dataio.errors import InvalidArgumentError
-from dataio.executor import run_planned
 from ray.data import Dataset, read_datasource
 from ray.data.block import BlockAccessor, BlockMetadata
 from ray.data.datasource import Datasource, ReadTask
+
+from dataio.contract import EpochJob, PlannedBatch, TaggedArray
+from dataio.errors import InvalidArgumentError
+from dataio.executor import run_planned
 
 if TYPE_CHECKING:
     from dataio.pipeline import BoundPipeline, Pipeline

@@ -46,8 +46,8 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any, Self, cast
 
-from dataio.errors import DataioError, InvalidArgumentError
 from dataio.contract import EpochJob, FinishedBatch
+from dataio.errors import DataioError, InvalidArgumentError
 
 from .errors import RayExecutorError, WorkersLostError
 from .stats import WORKER_COUNTERS, describe_workers

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import ray
+
 from dataio.contract import FinishedBatch, PlannedBatch
 from dataio.errors import RowError
 from dataio.executor import run_planned
