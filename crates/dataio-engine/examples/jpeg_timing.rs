@@ -43,6 +43,18 @@ fn main() {
             }
         }
     }
+    if only.as_deref().is_none_or(|o| o == "check") {
+        // The completeness walk every decode runs first (kernels::image::jpeg).
+        let c0 = cpu_seconds();
+        for _ in 0..rounds.max(20) {
+            for f in &files {
+                assert!(jpeg::check_complete(f).is_ok());
+            }
+        }
+        let us = (cpu_seconds() - c0) * 1e6 / (files.len() * rounds.max(20)) as f64;
+        let kb = files.iter().map(|f| f.len()).sum::<usize>() as f64 / files.len() as f64 / 1024.0;
+        println!("check_complete: {us:.1} us CPU per image ({kb:.0} KiB average)");
+    }
     use dataio_engine::runtime::slot::{run_slot, Dest, SampleKey, SlotInput};
     for (label, ops) in [
         ("decode", r#"{"op":"decode_image"}"#),

@@ -212,6 +212,8 @@ def main() -> None:
         if name.startswith("jpeg"):
             for i, plan in enumerate([b"\0\x08\0\0", b"\x10\x02\x05\x07", b"\x21\x03\x0b\x31"]):
                 put("jpeg", f"{name}-{i}", plan + data)
+            put("jpeg_complete", name, data)
+            put("jpeg_complete", name + "-cut", data[: len(data) * 4 // 5])
     plans()
     put("shard_index_file", "index", json.dumps(
         {"format": "Tar", "identity": "size=512,etag=e", "payload_len": 512,

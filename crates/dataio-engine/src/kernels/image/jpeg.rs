@@ -180,6 +180,94 @@ impl Drop for Session {
     }
 }
 
+/// Where a JPEG's bytes end (just past its end-of-image marker), or why
+/// they do not prove the file whole.
+///
+/// A region-of-interest or DCT-scaled decode stops reading at the last row
+/// it needs, so libjpeg never meets data missing after that row; this walk
+/// proves the rest is there without decoding it. From the start-of-image
+/// marker it steps over each marker segment by its length and over each
+/// scan's entropy-coded data (up to the first marker that is neither a
+/// restart marker `FFD0`-`FFD7` nor a stuffed `FF00`), until the
+/// end-of-image marker `FFD9`. A file cut anywhere (in a segment, in any
+/// scan of a baseline or progressive file, between scans) has no such
+/// marker at that level and is refused; an `FFD9` inside an APP segment (an
+/// EXIF thumbnail's) is stepped over with its segment. Bytes after the
+/// end-of-image marker are allowed, as libjpeg and PIL allow them, and so
+/// are stray bytes between segments (libjpeg warns and skips them).
+///
+/// What it cannot see: damage that keeps the structure (flipped bits inside
+/// entropy-coded data of rows a crop skips), or a file cut and then given
+/// an end-of-image marker again. It reads every byte once (memchr for
+/// `0xFF`), a few microseconds for a typical photo.
+pub fn check_complete(data: &[u8]) -> std::result::Result<usize, String> {
+    let len = data.len();
+    if !data.starts_with(&[0xFF, 0xD8]) {
+        return Err("no start-of-image marker".into());
+    }
+    let cut = |what: String| Err(format!("truncated file: the data ends ({len} bytes) {what}, before the end-of-image marker"));
+    let mut at = 2;
+    let mut scans = 0u32;
+    loop {
+        // The next marker: 0xFF, any fill 0xFFs, then a code that is not 0.
+        let code_at = loop {
+            let Some(ff) = memchr::memchr(0xFF, &data[at..]).map(|i| at + i) else {
+                return cut(format!("after {scans} scan(s), where a marker should follow"));
+            };
+            let mut c = ff + 1;
+            while c < len && data[c] == 0xFF {
+                c += 1;
+            }
+            if c >= len {
+                return cut(format!("after {scans} scan(s), inside a marker"));
+            }
+            if data[c] != 0 {
+                break c;
+            }
+            at = c + 1;
+        };
+        let code = data[code_at];
+        at = code_at + 1;
+        match code {
+            0xD9 if scans == 0 => return Err("end-of-image marker before any scan".into()),
+            0xD9 => return Ok(at),
+            0xD8 => return Err(format!("a second start-of-image marker at byte {}", code_at - 1)),
+            0xD0..=0xD7 | 0x01 => continue, // standalone markers
+            _ => {}
+        }
+        if at + 2 > len {
+            return cut(format!("in the length of marker 0xFF{code:02X} at byte {}", code_at - 1));
+        }
+        let seg = u16::from_be_bytes([data[at], data[at + 1]]) as usize;
+        if seg < 2 {
+            return Err(format!("marker 0xFF{code:02X} at byte {} has a length of {seg}", code_at - 1));
+        }
+        if at + seg > len {
+            return cut(format!("inside marker segment 0xFF{code:02X} at byte {} ({seg} bytes long)", code_at - 1));
+        }
+        at += seg;
+        if code == 0xDA {
+            scans += 1;
+            // Entropy-coded data: runs until a marker other than a restart
+            // marker; 0xFF inside it is always stuffed as FF00.
+            loop {
+                let Some(ff) = memchr::memchr(0xFF, &data[at..]).map(|i| at + i) else {
+                    return cut(format!("in the entropy-coded data of scan {scans}"));
+                };
+                match data.get(ff + 1) {
+                    None => return cut(format!("in the entropy-coded data of scan {scans}")),
+                    Some(0x00 | 0xD0..=0xD7) => at = ff + 2,
+                    Some(0xFF) => at = ff + 1,
+                    Some(_) => {
+                        at = ff;
+                        break;
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Decodes `data` with the plan `plan(header)` returns. `max_pixels` bounds
 /// the full image size (decompression bombs).
 #[allow(clippy::uninit_vec)] // the output rows are all written before they are read; no memset
@@ -220,6 +308,11 @@ pub fn decode(
                     header.width, header.height
                 ),
             ));
+        }
+        // Before any pixel: a decode that stops at the last row a crop
+        // needs would otherwise deliver a file cut after that row.
+        if let Err(why) = check_complete(data) {
+            return Err(Error::decode("decode_image", format!("invalid JPEG: {why}")));
         }
         let p = match (plan.take().expect("plan once"))(&header) {
             Ok(p) => p,
@@ -327,4 +420,156 @@ fn cmyk_to(cmyk: &[u8], mode: Mode) -> Vec<u8> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Clone, Copy)]
+    struct Kind {
+        progressive: bool,
+        full_chroma: bool,
+        restart_rows: i32,
+    }
+
+    const BASELINE: Kind = Kind { progressive: false, full_chroma: false, restart_rows: 0 };
+
+    /// A JPEG of a textured gradient, encoded by libjpeg (the same library).
+    fn encode(w: u32, h: u32, k: Kind) -> Vec<u8> {
+        let rgb: Vec<u8> = (0..w * h)
+            .flat_map(|i| {
+                let (x, y) = (i % w, i / w);
+                [(x * 7) as u8, (y * 5) as u8, ((x ^ y) * 3) as u8]
+            })
+            .collect();
+        // SAFETY: the libjpeg compress protocol in order, on zeroed structs
+        // that outlive it; jpeg_mem_dest allocates the output with malloc,
+        // copied out and freed once compression has finished.
+        unsafe {
+            let mut err: jpeg_error_mgr = std::mem::zeroed();
+            let mut c: jpeg_compress_struct = std::mem::zeroed();
+            c.common.err = jpeg_std_error(&mut err);
+            jpeg_create_compress(&mut c);
+            let mut buf: *mut u8 = std::ptr::null_mut();
+            let mut size: std::ffi::c_ulong = 0;
+            jpeg_mem_dest(&mut c, &mut buf, &mut size);
+            c.image_width = w;
+            c.image_height = h;
+            c.input_components = 3;
+            c.in_color_space = J_COLOR_SPACE::JCS_RGB;
+            jpeg_c_set_int_param(&mut c, J_INT_PARAM::JINT_COMPRESS_PROFILE, JCP_FASTEST as c_int);
+            jpeg_set_defaults(&mut c);
+            jpeg_set_quality(&mut c, 90, 1);
+            if k.full_chroma {
+                let comp = std::slice::from_raw_parts_mut(c.comp_info, 3);
+                comp[0].h_samp_factor = 1;
+                comp[0].v_samp_factor = 1;
+            }
+            c.restart_in_rows = k.restart_rows;
+            if k.progressive {
+                jpeg_simple_progression(&mut c);
+            }
+            jpeg_start_compress(&mut c, 1);
+            for row in rgb.chunks_exact(w as usize * 3) {
+                let mut p = row.as_ptr();
+                jpeg_write_scanlines(&mut c, &mut p, 1);
+            }
+            jpeg_finish_compress(&mut c);
+            let out = std::slice::from_raw_parts(buf, size as usize).to_vec();
+            jpeg_destroy_compress(&mut c);
+            libc::free(buf.cast());
+            out
+        }
+    }
+
+    fn photo(w: u32, h: u32) -> Vec<u8> {
+        encode(w, h, BASELINE)
+    }
+
+    fn decode_top_left(data: &[u8]) -> Result<(JpegHeader, Decoded)> {
+        decode(data, Mode::Rgb, 1 << 30, |_| {
+            Ok(DecodePlan { scale_num: 2, roi: Some((0, 0, 8, 8)), rgbx: false, fancy_upsampling: true })
+        })
+    }
+
+    #[test]
+    fn a_whole_file_ends_at_its_end_of_image_marker() {
+        let f = photo(96, 64);
+        assert_eq!(check_complete(&f), Ok(f.len()));
+        // Bytes after the end-of-image marker (as PIL accepts them).
+        let mut tail = f.clone();
+        tail.extend_from_slice(b"trailing bytes \xFF\x00\xFF");
+        assert_eq!(check_complete(&tail), Ok(f.len()));
+        assert!(decode_top_left(&tail).is_ok());
+    }
+
+    #[test]
+    fn a_file_cut_anywhere_is_refused_even_where_the_crop_ends_first() {
+        let f = photo(160, 128);
+        for cut in 2..f.len() {
+            let e = check_complete(&f[..cut]).unwrap_err();
+            assert!(!e.is_empty());
+        }
+        // The top-left region decodes from the first rows alone: the cut
+        // file used to pass; now it names the truncation.
+        for frac in [50, 80, 90, 97] {
+            let cut = &f[..f.len() * frac / 100];
+            let e = decode_top_left(cut).unwrap_err().to_string();
+            assert!(e.contains("truncated file") && e.contains("entropy-coded data of scan 1"), "{frac}%: {e}");
+        }
+    }
+
+    #[test]
+    fn every_kind_cut_anywhere_is_refused_under_every_plan() {
+        let kinds = [
+            BASELINE,
+            Kind { progressive: true, ..BASELINE },
+            Kind { full_chroma: true, ..BASELINE },
+            Kind { restart_rows: 1, ..BASELINE },
+            Kind { progressive: true, full_chroma: true, restart_rows: 2 },
+        ];
+        let plans = [
+            DecodePlan { scale_num: 8, roi: None, rgbx: false, fancy_upsampling: true },
+            DecodePlan { scale_num: 4, roi: None, rgbx: true, fancy_upsampling: true },
+            DecodePlan { scale_num: 8, roi: Some((0, 0, 16, 16)), rgbx: false, fancy_upsampling: true },
+            DecodePlan { scale_num: 2, roi: Some((8, 4, 8, 8)), rgbx: false, fancy_upsampling: false },
+        ];
+        for (ki, k) in kinds.into_iter().enumerate() {
+            let f = encode(128, 96, k);
+            assert_eq!(check_complete(&f), Ok(f.len()), "kind {ki}");
+            assert!(decode(&f, Mode::Rgb, 1 << 30, |_| Ok(plans[2])).is_ok());
+            for cut in (4..f.len()).step_by(7).chain([f.len() - 2, f.len() - 1]) {
+                for p in plans {
+                    let e = decode(&f[..cut], Mode::Rgb, 1 << 30, |_| Ok(p)).map(|_| ()).unwrap_err();
+                    let e = e.to_string();
+                    assert!(e.contains("invalid JPEG") || e.contains("truncated"), "kind {ki}, cut {cut}: {e}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn an_end_of_image_marker_inside_a_segment_proves_nothing() {
+        let f = photo(64, 64);
+        // An APP1 segment holding a whole thumbnail-like JPEG (SOI..EOI),
+        // inserted after SOI, then the file cut in its scan.
+        let thumb = [0xFF, 0xD8, 0xFF, 0xD9];
+        let mut app = vec![0xFF, 0xE1, 0, (2 + thumb.len()) as u8];
+        app.extend_from_slice(&thumb);
+        let mut g = f[..2].to_vec();
+        g.extend_from_slice(&app);
+        g.extend_from_slice(&f[2..]);
+        assert_eq!(check_complete(&g), Ok(g.len()));
+        assert!(check_complete(&g[..g.len() - 40]).is_err());
+        // Cut inside the segment itself.
+        assert!(check_complete(&g[..5]).unwrap_err().contains("0xFFE1"));
+    }
+
+    #[test]
+    fn structure_errors_are_named() {
+        assert_eq!(check_complete(b"\xFF\xD8\xFF\xD9"), Err("end-of-image marker before any scan".into()));
+        assert!(check_complete(b"GIF89a").unwrap_err().contains("start-of-image"));
+        assert!(check_complete(b"\xFF\xD8\xFF\xE0\x00\x01").unwrap_err().contains("length of 1"));
+    }
 }
