@@ -70,6 +70,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rules::uri_local_path, m)?)?;
     m.add_function(wrap_pyfunction!(rules::shard_check, m)?)?;
     m.add_function(wrap_pyfunction!(rules::shard_count, m)?)?;
+    m.add_function(wrap_pyfunction!(rules::host_order, m)?)?;
     m.add_function(wrap_pyfunction!(rules::safetensors_dtypes, m)?)?;
     m.add_function(wrap_pyfunction!(rules::safetensors_max_header, m)?)?;
     m.add_function(wrap_pyfunction!(rules::safetensors_header_len, m)?)?;

@@ -8,7 +8,7 @@ use crate::source::{PyOps, PyPlannedSource, PySource};
 use dataio_engine::plan::{self, Plan, Shape};
 use dataio_engine::runtime::planner::{self, Planner};
 use dataio_engine::runtime::RecordSource;
-use dataio_engine::runtime::{Batch, Loader, Next, Options, PlanOptions, Shard, SlotValue};
+use dataio_engine::runtime::{Batch, Hosts, Loader, Next, Options, PlanOptions, Shard, SlotValue};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
@@ -268,7 +268,7 @@ impl NativeLoader {
     /// `(seq, end_position, indices, positions, records)` (see
     /// `dataio.executor.run_planned`), executed as they are.
     #[new]
-    #[pyo3(signature = (plan, records, *, sized, planned=false, prepare=None, context=None, ops=None, concurrency=16, completion_order=false, skip_errors=false, seed=None, epoch=0, shard_id=0, shard_of=1, pad=false, start=0, global_offset=0, prefetch=None))]
+    #[pyo3(signature = (plan, records, *, sized, planned=false, prepare=None, context=None, ops=None, concurrency=16, completion_order=false, skip_errors=false, seed=None, epoch=0, shard_id=0, shard_of=1, pad=false, start=0, global_offset=0, hosts=1, canonical_hosts=1, partition_offsets=None, prefetch=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -289,10 +289,21 @@ impl NativeLoader {
         pad: bool,
         start: u64,
         global_offset: u64,
+        hosts: u64,
+        canonical_hosts: u64,
+        partition_offsets: Option<Vec<u64>>,
         prefetch: Option<usize>,
     ) -> PyResult<Self> {
         let opts = Options {
-            plan: PlanOptions { seed, epoch, shard: Shard { id: shard_id, of: shard_of, pad }, start, global_offset },
+            plan: PlanOptions {
+                seed,
+                epoch,
+                shard: Shard { id: shard_id, of: shard_of, pad },
+                start,
+                global_offset,
+                hosts: Hosts { count: hosts, canonical: canonical_hosts },
+                partition_offsets: partition_offsets.unwrap_or_default(),
+            },
             concurrency: concurrency.max(1),
             completion_order,
             skip_errors,
@@ -394,7 +405,7 @@ pub struct BatchPlanner {
 #[pymethods]
 impl BatchPlanner {
     #[new]
-    #[pyo3(signature = (plan, records, *, sized, prepare=None, seed=None, epoch=0, shard_id=0, shard_of=1, pad=false, start=0, global_offset=0))]
+    #[pyo3(signature = (plan, records, *, sized, prepare=None, seed=None, epoch=0, shard_id=0, shard_of=1, pad=false, start=0, global_offset=0, hosts=1, canonical_hosts=1, partition_offsets=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -409,8 +420,19 @@ impl BatchPlanner {
         pad: bool,
         start: u64,
         global_offset: u64,
+        hosts: u64,
+        canonical_hosts: u64,
+        partition_offsets: Option<Vec<u64>>,
     ) -> PyResult<Self> {
-        let opts = PlanOptions { seed, epoch, shard: Shard { id: shard_id, of: shard_of, pad }, start, global_offset };
+        let opts = PlanOptions {
+            seed,
+            epoch,
+            shard: Shard { id: shard_id, of: shard_of, pad },
+            start,
+            global_offset,
+            hosts: Hosts { count: hosts, canonical: canonical_hosts },
+            partition_offsets: partition_offsets.unwrap_or_default(),
+        };
         // Formation reads only the group key; batch() reads nothing.
         let (fields, prepare) = match &plan.inner.shape {
             Shape::GroupBy { key, .. } => (vec![key.clone(), "key".to_string()], prepare),

@@ -9,7 +9,7 @@ use crate::errors::IntoPy;
 use dataio_engine::base::error::Error;
 use dataio_engine::io::uri::{self, Target};
 use dataio_engine::kernels::formats::safetensors_header as header;
-use dataio_engine::runtime::schedule::Shard;
+use dataio_engine::runtime::order::{HostOrder, Hosts, Layout, Shard};
 use pyo3::prelude::*;
 
 // -- URIs ---------------------------------------------------------------------
@@ -55,6 +55,40 @@ pub fn shard_check(py: Python<'_>, id: i128, of: i128) -> PyResult<()> {
 #[pyfunction]
 pub fn shard_count(id: u64, of: u64, pad: bool, n: u64) -> u64 {
     Shard { id, of, pad }.count(n)
+}
+
+/// The host-partitioned order of a sharded source for one rank (see
+/// `dataio_engine::runtime::order`): `(records this rank reads, per
+/// canonical partition what is consumed once every rank has read
+/// `position` records)`. What `Loader.__len__` and `state_dict()` report.
+#[pyfunction]
+#[pyo3(signature = (counts, window, seed, epoch, id, of, pad, hosts, canonical_hosts, offsets, position))]
+#[allow(clippy::too_many_arguments)]
+pub fn host_order(
+    py: Python<'_>,
+    counts: Vec<u64>,
+    window: u64,
+    seed: Option<u64>,
+    epoch: u64,
+    id: u64,
+    of: u64,
+    pad: bool,
+    hosts: u64,
+    canonical_hosts: u64,
+    offsets: Vec<u64>,
+    position: u64,
+) -> PyResult<(u64, Vec<u64>)> {
+    let layout = Layout { counts, window };
+    let order = HostOrder::new(
+        &layout,
+        seed,
+        epoch,
+        Shard { id, of, pad },
+        Hosts { count: hosts, canonical: canonical_hosts },
+        &offsets,
+    )
+    .map_py(py)?;
+    Ok((order.count(), order.progress(position)))
 }
 
 // -- safetensors --------------------------------------------------------------

@@ -139,7 +139,7 @@ def test_epoch_job_is_the_job_run_starts_and_starts_nothing() -> None:
     pipe.bind(records).run("numpy", executor=capture, **options).close()
     job = pipe.bind(records).epoch_job(**options)
     assert job == capture.jobs[0]
-    assert job.shard == {"id": 1, "of": 2, "pad": False} and job.start == 0
+    assert job.shard == {"id": 1, "of": 2, "pad": False, "hosts": 1, "canonical_hosts": 1} and job.start == 0
     # A one-pass source is not touched: the job plans it later.
     stream = iter(records)
     assert pipe.bind(stream).epoch_job().records is stream and next(stream) == {"x": 0}

@@ -20,7 +20,7 @@
 //! exhausted (the others restart in their next epochs meanwhile), or a fixed
 //! number of draws, with the stream continuing across mixed epochs.
 
-use super::schedule::{Layout, ShardOrder};
+use super::order::{Layout, ShardOrder};
 use crate::base::error::{Error, Result};
 use crate::base::rng::{key, mix64, Permutation};
 use std::collections::HashMap;

@@ -1,6 +1,7 @@
 //! The runtime: records in, batches out. [`planner`] turns a seed, an
 //! epoch, a shard and a start position into the batches of an epoch
-//! ([`schedule`] orders records, [`mix`] interleaves sources); [`loader`]
+//! ([`order`] holds the orders and layouts, [`schedule`] takes one rank's
+//! positions of them, [`mix`] interleaves sources); [`loader`]
 //! runs them on the pools — fetch through [`crate::io`], per-slot programs
 //! through the [`crate::kernels`] ([`slot`]), collation ([`batch`],
 //! [`batch_ops`]) — and delivers them in order or as they finish, with the
@@ -14,6 +15,7 @@ pub mod batch_ops;
 pub mod delivery;
 pub mod loader;
 pub mod mix;
+pub mod order;
 pub mod planner;
 pub mod record;
 pub mod schedule;
@@ -25,7 +27,7 @@ pub use batch::{Batch, SlotValue};
 pub use delivery::Delivery;
 pub use loader::{Loader, Next, Options, Stats};
 pub use mix::{MixOrder, MixSpec, Part, Stop};
+pub use order::{Hosts, Layout, Shard, ShardOrder};
 pub use planner::{PlanOptions, PlannedBatch, PlannedRow, PlannedSource};
 pub use record::{Record, Value};
-pub use schedule::{Layout, Shard, ShardOrder};
 pub use source::{RecordSource, VecSource};

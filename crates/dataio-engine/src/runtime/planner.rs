@@ -17,7 +17,7 @@
 //! * [`Explicit`]: batches planned elsewhere (a trainer), executed here.
 
 use super::record::{Record, Value};
-use super::schedule::{Schedule, Shard};
+use super::schedule::{Hosts, Schedule, Shard};
 use super::source::RecordSource;
 use crate::base::error::{Error, Result};
 use crate::plan::{Plan, Shape};
@@ -64,7 +64,7 @@ pub trait PlannedSource: Send {
 /// The planner for `plan` over `source` with the loader's options.
 /// What decides the batches of an epoch: the planner reads these and
 /// nothing else of a loader's options.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct PlanOptions {
     pub seed: Option<u64>,
     pub epoch: u64,
@@ -73,10 +73,17 @@ pub struct PlanOptions {
     pub start: u64,
     /// Global positions consumed before an elastic resume (see `Schedule::resumed`).
     pub global_offset: u64,
+    /// Physical and canonical hosts (see [`crate::runtime::order`]); one of
+    /// each reads a sharded source as one global order.
+    pub hosts: Hosts,
+    /// Per canonical partition, what was consumed before this run (a
+    /// resume of a host-partitioned order; empty for none).
+    pub partition_offsets: Vec<u64>,
 }
 
 pub fn planner(plan: &Plan, source: Box<dyn RecordSource>, opts: &PlanOptions) -> Result<Box<dyn Planner>> {
     opts.shard.check()?;
+    opts.hosts.check(&opts.shard)?;
     let len = source.len();
     if opts.seed.is_some() && len.is_none() {
         return Err(Error::invalid("seed= needs a sized record source (len() and indexing: a list, parquet_records, tar_records, tfrecord_records), not a one-pass iterable"));
@@ -103,9 +110,29 @@ pub fn planner(plan: &Plan, source: Box<dyn RecordSource>, opts: &PlanOptions) -
         }),
         (Shape::Batch { size, drop_last }, Some(n)) => {
             let layout = source.layout();
-            let schedule = match source.mix() {
-                Some(spec) => Schedule::mixed(spec, opts.seed, opts.epoch, opts.shard, opts.global_offset, opts.start)?,
-                None => Schedule::with_layout(
+            let hosted = opts.hosts.partitioned() || !opts.partition_offsets.is_empty();
+            let schedule = match (source.mix(), &layout) {
+                (Some(spec), _) => {
+                    Schedule::mixed(spec, opts.seed, opts.epoch, opts.shard, opts.global_offset, opts.start)?
+                }
+                (None, Some(l)) if hosted => {
+                    if opts.global_offset != 0 {
+                        return Err(Error::invalid(
+                            "a host-partitioned order resumes from partition offsets, not a global offset",
+                        ));
+                    }
+                    Schedule::hosted(
+                        n,
+                        l,
+                        opts.seed,
+                        opts.epoch,
+                        opts.shard,
+                        opts.hosts,
+                        &opts.partition_offsets,
+                        opts.start,
+                    )?
+                }
+                (None, _) => Schedule::with_layout(
                     n,
                     layout.as_ref(),
                     opts.seed,
@@ -117,7 +144,10 @@ pub fn planner(plan: &Plan, source: Box<dyn RecordSource>, opts: &PlanOptions) -
             };
             // Sharded sources hear of the records a window ahead, so their
             // shards are fetched before the batches that read them are formed.
-            let window_per_rank = layout.as_ref().map(|l| l.window.div_ceil(opts.shard.of)).unwrap_or(0);
+            // A host's ranks share its partitions' windows (one per partition it reads).
+            let local = if hosted { (opts.shard.of / opts.hosts.count.max(1)).max(1) } else { opts.shard.of };
+            let per_host = if hosted { (opts.hosts.canonical / opts.hosts.count.max(1)).max(1) } else { 1 };
+            let window_per_rank = layout.as_ref().map(|l| (l.window * per_host).div_ceil(local)).unwrap_or(0);
             let lookahead = layout.map(|_| window_per_rank.max(*size as u64 * 4)).unwrap_or(0);
             Box::new(Scheduled {
                 schedule,

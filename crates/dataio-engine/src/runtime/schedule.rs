@@ -18,128 +18,10 @@
 //! the number of shards, not of samples.
 
 use super::mix::{MixOrder, MixSpec};
+use super::order::HostOrder;
+pub use super::order::{Hosts, Layout, Shard, ShardOrder};
 use crate::base::error::{Error, Result};
-use crate::base::rng::{key, Permutation};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Shard {
-    pub id: u64,
-    pub of: u64,
-    pub pad: bool,
-}
-
-impl Default for Shard {
-    fn default() -> Self {
-        Shard { id: 0, of: 1, pad: false }
-    }
-}
-
-impl Shard {
-    pub fn check(&self) -> Result<()> {
-        if self.of == 0 {
-            return Err(Error::invalid("shard: 'of' (the world size) must be >= 1"));
-        }
-        if self.id >= self.of {
-            return Err(Error::invalid(format!(
-                "shard: id {} is out of range for a world of {} (ids are 0..{})",
-                self.id,
-                self.of,
-                self.of - 1
-            )));
-        }
-        Ok(())
-    }
-
-    /// Records this rank gets in an epoch of `n`.
-    pub fn count(&self, n: u64) -> u64 {
-        if self.pad {
-            n.div_ceil(self.of)
-        } else if self.id < n {
-            (n - self.id).div_ceil(self.of)
-        } else {
-            0
-        }
-    }
-}
-
-/// How a sharded source is laid out: samples per shard, in storage order,
-/// and the shuffle window in samples.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Layout {
-    pub counts: Vec<u64>,
-    pub window: u64,
-}
-
-/// The two-level order of a sharded source for one (seed, epoch).
-#[derive(Debug, Clone)]
-pub struct ShardOrder {
-    n: u64,
-    window: u64,
-    seed: u64,
-    epoch: u64,
-    /// Shard ids in epoch order.
-    order: Vec<u32>,
-    /// `starts[k]`: the stream position where the k-th shard of `order` begins (len S + 1).
-    starts: Vec<u64>,
-    /// `base[s]`: the record index of shard `s`'s first sample (storage order).
-    base: Vec<u64>,
-}
-
-impl ShardOrder {
-    pub fn new(layout: &Layout, seed: u64, epoch: u64) -> Result<Self> {
-        let shards = layout.counts.len();
-        if shards > u32::MAX as usize {
-            return Err(Error::invalid(format!("{shards} shards are more than one source can order")));
-        }
-        let mut base = Vec::with_capacity(shards);
-        let mut n = 0u64;
-        for &c in &layout.counts {
-            base.push(n);
-            n += c;
-        }
-        let order: Vec<u32> = if shards > 0 {
-            let p = Permutation::new(shards as u64, key(&[seed, 0x0053_4841_5244]), epoch);
-            (0..shards as u64).map(|k| p.apply(k) as u32).collect()
-        } else {
-            Vec::new()
-        };
-        let mut starts = Vec::with_capacity(shards + 1);
-        let mut at = 0u64;
-        for &s in &order {
-            starts.push(at);
-            at += layout.counts[s as usize];
-        }
-        starts.push(at);
-        Ok(ShardOrder { n, window: layout.window.max(1), seed, epoch, order, starts, base })
-    }
-
-    pub fn len(&self) -> u64 {
-        self.n
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.n == 0
-    }
-
-    /// The record index at global position `g` (< n).
-    pub fn apply(&self, g: u64) -> u64 {
-        let block = g / self.window;
-        let lo = block * self.window;
-        let len = self.window.min(self.n - lo);
-        let inside = Permutation::new(len, key(&[self.seed, block, 0x5749_4e44]), self.epoch).apply(g - lo);
-        let s = lo + inside;
-        // The last shard of `order` whose start is <= s (empty shards start
-        // where the next begins and are skipped by taking the last match).
-        let k = self.starts.partition_point(|&st| st <= s) - 1;
-        let shard = self.order[k] as usize;
-        self.base[shard] + (s - self.starts[k])
-    }
-
-    /// The shard holding record `index` (storage order).
-    pub fn shard_of(&self, index: u64) -> usize {
-        self.base.partition_point(|&b| b <= index) - 1
-    }
-}
+use crate::base::rng::Permutation;
 
 #[derive(Debug, Clone)]
 enum Order {
@@ -147,6 +29,8 @@ enum Order {
     Flat(Permutation),
     Sharded(ShardOrder),
     Mixed(MixOrder),
+    /// A sharded source partitioned by host: the rank's own order.
+    Hosted(HostOrder),
 }
 
 #[derive(Debug, Clone)]
@@ -220,8 +104,50 @@ impl Schedule {
         Ok(Schedule { n, perm, shard, offset, count, next: start })
     }
 
+    /// The order of a sharded source read by several hosts (or resumed
+    /// from per-partition progress): see [`HostOrder`]. `offsets` are what
+    /// each canonical partition consumed before this run (empty: none).
+    #[allow(clippy::too_many_arguments)]
+    pub fn hosted(
+        n: u64,
+        layout: &Layout,
+        seed: Option<u64>,
+        epoch: u64,
+        shard: Shard,
+        hosts: Hosts,
+        offsets: &[u64],
+        start: u64,
+    ) -> Result<Self> {
+        let total: u64 = layout.counts.iter().sum();
+        if total != n {
+            return Err(Error::invalid(format!(
+                "the source's shard counts add up to {total} samples, but it has {n} records"
+            )));
+        }
+        let order = HostOrder::new(layout, seed, epoch, shard, hosts, offsets)?;
+        let count = order.count();
+        if start > count {
+            return Err(Error::invalid(format!(
+                "resume position {start} is past the end of this rank's epoch ({count} records)"
+            )));
+        }
+        Ok(Schedule { n, perm: Order::Hosted(order), shard, offset: 0, count, next: start })
+    }
+
+    /// Per canonical partition, what is consumed once every rank has read
+    /// `pos` records (host-partitioned orders only).
+    pub fn progress(&self, pos: u64) -> Option<Vec<u64>> {
+        match &self.perm {
+            Order::Hosted(o) => Some(o.progress(pos)),
+            _ => None,
+        }
+    }
+
     /// The record index at this rank's position `pos`.
     pub fn index_at(&self, pos: u64) -> u64 {
+        if let Order::Hosted(o) = &self.perm {
+            return o.index_at(pos);
+        }
         let mut g = self.offset + self.shard.id + pos * self.shard.of;
         if g >= self.n {
             g %= self.n;
@@ -231,6 +157,7 @@ impl Schedule {
             Order::Flat(p) => p.apply(g),
             Order::Sharded(o) => o.apply(g),
             Order::Mixed(m) => m.record_at(g),
+            Order::Hosted(_) => unreachable!("answered above"),
         }
     }
 

@@ -2,8 +2,8 @@
 //! over Python sequences and iterables (one GIL acquisition per chunk).
 
 use super::mix::MixSpec;
+use super::order::Layout;
 use super::record::Record;
-use super::schedule::Layout;
 use crate::base::error::Result;
 
 #[allow(clippy::len_without_is_empty)] // `len` is None for unsized sources
@@ -17,7 +17,7 @@ pub trait RecordSource: Send {
     /// Restart from the beginning (a new epoch of an iterable source).
     fn rewind(&mut self) -> Result<()>;
     /// A sized source stored in shards declares them: its epoch order is
-    /// then shuffled two-level (see [`super::schedule::ShardOrder`]).
+    /// then shuffled two-level (see [`super::order::ShardOrder`]).
     fn layout(&self) -> Option<Layout> {
         None
     }

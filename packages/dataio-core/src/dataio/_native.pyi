@@ -156,6 +156,9 @@ class NativeLoader:
         pad: bool = False,
         start: int = 0,
         global_offset: int = 0,
+        hosts: int = 1,
+        canonical_hosts: int = 1,
+        partition_offsets: list[int] | None = None,
         prefetch: int | None = None,
     ) -> NativeLoader: ...
     def next_batch(self) -> RawBatch | None: ...
@@ -186,6 +189,9 @@ class BatchPlanner:
         pad: bool = False,
         start: int = 0,
         global_offset: int = 0,
+        hosts: int = 1,
+        canonical_hosts: int = 1,
+        partition_offsets: list[int] | None = None,
     ) -> BatchPlanner: ...
     def __iter__(self) -> BatchPlanner: ...
     def __next__(self) -> tuple[int, int, list[int], list[int], list[Any]]: ...
@@ -284,6 +290,19 @@ def uri_scheme(uri: str) -> str | None: ...
 def uri_local_path(uri: str) -> str | None: ...
 def shard_check(id: int, of: int) -> None: ...  # noqa: A002 - the native keyword
 def shard_count(id: int, of: int, pad: bool, n: int) -> int: ...  # noqa: A002 - the native keyword
+def host_order(
+    counts: list[int],
+    window: int,
+    seed: int | None,
+    epoch: int,
+    id: int,  # noqa: A002 - the native keyword
+    of: int,
+    pad: bool,
+    hosts: int,
+    canonical_hosts: int,
+    offsets: list[int],
+    position: int,
+) -> tuple[int, list[int]]: ...
 def safetensors_dtypes() -> list[tuple[str, int, str]]: ...
 def safetensors_max_header() -> int: ...
 def safetensors_header_len(uri: str, prefix: Buffer, file_size: int) -> int: ...

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, TypedDict, TypeGuard
+from typing import TYPE_CHECKING, Any, NotRequired, Protocol, TypedDict, TypeGuard
 
 from . import _native
 from ._native import DeliveryTracker
@@ -68,11 +68,17 @@ COLLATE_KEY = "__dataio_batch__"
 
 
 class Shard(TypedDict):
-    """This rank's share of the epoch: ``{"id": rank, "of": world_size, "pad": bool}``."""
+    """This rank's share of the epoch: ``{"id": rank, "of": world_size, "pad": bool}``,
+    and for a sharded source read by several hosts ``"hosts"`` (physical
+    hosts, the ranks split evenly over them host-major) and
+    ``"canonical_hosts"`` (the partitions of the order; see
+    ``dataio_engine::runtime::order``)."""
 
     id: int
     of: int
     pad: bool
+    hosts: NotRequired[int]
+    canonical_hosts: NotRequired[int]
 
 
 class SizedRecords(Protocol):
@@ -211,6 +217,9 @@ class EpochJob:
     on_failure: str  # "raise" or "skip"
     context: Callable[[Any], Any] | None
     prefetch: int
+    #: A host-partitioned order's resume point: per canonical partition, the
+    #: samples consumed before this run (empty: none).
+    partition_offsets: tuple[int, ...] = ()
 
     @property
     def sized(self) -> bool:
@@ -235,6 +244,9 @@ class EpochJob:
             pad=self.shard["pad"],
             start=self.start,
             global_offset=self.global_offset,
+            hosts=self.shard.get("hosts", 1),
+            canonical_hosts=self.shard.get("canonical_hosts", 1),
+            partition_offsets=list(self.partition_offsets),
         )
         for seq, end, indices, positions, records in planner:
             yield PlannedBatch(seq, end, indices, positions, records)

@@ -66,6 +66,9 @@ class LocalExecutor:
             pad=job.shard["pad"],
             start=job.start,
             global_offset=job.global_offset,
+            hosts=job.shard.get("hosts", 1),
+            canonical_hosts=job.shard.get("canonical_hosts", 1),
+            partition_offsets=list(job.partition_offsets),
             prefetch=job.prefetch,
         )
 

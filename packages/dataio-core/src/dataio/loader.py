@@ -8,6 +8,7 @@ and ``load_state_dict()`` checkpoint and resume it exactly.
 from __future__ import annotations
 
 import logging
+import os
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator
@@ -177,6 +178,33 @@ class _Collated:
                 yield row
 
 
+
+def _hosts_of(shard: dict[str, Any], rank: int, world: int) -> tuple[int, int | None]:
+    """(hosts, host or None) of a shard dict, or of torchrun's environment
+    (``LOCAL_WORLD_SIZE``, ``GROUP_RANK``) when the dict names none and the
+    environment's world is this one; one host otherwise."""
+    hosts, host = shard.get("hosts"), shard.get("host")
+    if hosts is None:
+        local = os.environ.get("LOCAL_WORLD_SIZE", "")
+        env_world = os.environ.get("WORLD_SIZE", "")
+        if local.isdigit() and env_world.isdigit() and int(env_world) == world and int(local) > 0 and world % int(local) == 0:
+            hosts = world // int(local)
+            group = os.environ.get("GROUP_RANK", "")
+            if host is None and group.isdigit():
+                host = int(group)
+        else:
+            hosts = 1
+    for name, v in (("hosts", hosts), ("host", host)):
+        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
+            raise InvalidArgumentError(f"shard {name} must be a non-negative integer, got {v!r}")
+    if hosts < 1 or world % hosts:
+        raise InvalidArgumentError(
+            f"shard: a world of {world} ranks does not split evenly over {hosts} hosts (each host must run the same number of ranks)"
+        )
+    if host is not None and host >= hosts:
+        raise InvalidArgumentError(f"shard: host {host} is out of range for {hosts} hosts")
+    return hosts, host
+
 class Loader:
     """Iterates batches of a bound pipeline. Options:
 
@@ -256,6 +284,7 @@ class Loader:
         self._epoch = int(epoch)
         self._position = 0
         self._global_offset = 0
+        self._partition_offsets: list[int] = []  # a host-partitioned order's resume point
         self._run: EpochRun | None = None  # the running epoch
         self._last_stats: dict[str, Any] = {}
         self._closed = False
@@ -266,19 +295,35 @@ class Loader:
 
     @staticmethod
     def _check_shard(shard: dict[str, Any] | None) -> Shard:
+        """The rank's share, with its hosts: ``shard["hosts"]`` (and
+        ``"host"``, checked) or, under torchrun, ``LOCAL_WORLD_SIZE`` and
+        ``GROUP_RANK``; ``"canonical_hosts"`` defaults to the host count (a
+        checkpoint's count wins on resume)."""
         if shard is None:
-            return {"id": 0, "of": 1, "pad": False}
+            return {"id": 0, "of": 1, "pad": False, "hosts": 1, "canonical_hosts": 1}
         if not isinstance(shard, dict):
             raise InvalidArgumentError("shard must be a dict like {'id': rank, 'of': world_size, 'pad': True}")
-        unknown = set(shard) - {"id", "of", "pad"}
+        unknown = set(shard) - {"id", "of", "pad", "hosts", "host", "canonical_hosts"}
         if unknown:
-            raise InvalidArgumentError(f"shard has unknown keys {sorted(unknown)}; use 'id', 'of', 'pad'")
+            raise InvalidArgumentError(
+                f"shard has unknown keys {sorted(unknown)}; use 'id', 'of', 'pad', 'hosts', 'host', 'canonical_hosts'"
+            )
         sid, of = shard.get("id", 0), shard.get("of", 1)
         for name, v in (("id", sid), ("of", of)):
             if not isinstance(v, int) or isinstance(v, bool):
                 raise InvalidArgumentError(f"shard {name} must be an integer, got {v!r}")
         _native.shard_check(sid, of)  # the engine's range rule (Shard::check)
-        return {"id": sid, "of": of, "pad": bool(shard.get("pad", False))}
+        hosts, host = _hosts_of(shard, sid, of)
+        canonical = shard.get("canonical_hosts", hosts)
+        if not isinstance(canonical, int) or isinstance(canonical, bool) or canonical < 1:
+            raise InvalidArgumentError(f"shard canonical_hosts must be a positive integer, got {canonical!r}")
+        local = of // hosts
+        if host is not None and host != sid // local:
+            raise InvalidArgumentError(
+                f"shard: rank {sid} of {of} over {hosts} hosts ({local} ranks each) is on host {sid // local}, "
+                f"not host {host}: ranks must be numbered host by host (as torchrun numbers them)"
+            )
+        return {"id": sid, "of": of, "pad": bool(shard.get("pad", False)), "hosts": hosts, "canonical_hosts": canonical}
 
     @staticmethod
     def _check_device(device: str | None) -> str | None:
@@ -299,6 +344,7 @@ class Loader:
             shard=self._shard.copy(),
             start=self._position,
             global_offset=self._global_offset,
+            partition_offsets=tuple(self._partition_offsets),
             concurrency=self._concurrency,
             order=self._order,
             on_failure="skip" if self._skip else "raise",
@@ -425,6 +471,7 @@ class Loader:
         self._epoch += 1
         self._position = 0
         self._global_offset = 0
+        self._partition_offsets = []
 
     @property
     def epoch(self) -> int:
@@ -438,13 +485,18 @@ class Loader:
         self._epoch = epoch
         self._position = 0
         self._global_offset = 0
+        self._partition_offsets = []
 
     def __len__(self) -> int:
         """Batches this rank gets in an epoch (sized sources with batch())."""
         if not is_sequence(self._records) or self._pipe.shape.kind != "batch":
             raise TypeError("the number of batches is known only for sized record sources with batch()")
-        n = self._epoch_len() - self._global_offset
-        count = _native.shard_count(self._shard["id"], self._shard["of"], self._shard["pad"], max(0, n))  # Shard::count
+        hosted = self._host_order(0)
+        if hosted is not None:
+            count = hosted[0]
+        else:
+            n = self._epoch_len() - self._global_offset
+            count = _native.shard_count(self._shard["id"], self._shard["of"], self._shard["pad"], max(0, n))  # Shard::count
         size = self._pipe.shape.size
         assert size is not None, "batch() always has a size"
         return count // size if self._pipe.shape.drop_last else -(-count // size)
@@ -455,6 +507,23 @@ class Loader:
         if callable(epoch_len) and hasattr(self._records, "_dataio_mix"):
             return int(epoch_len(self._seed, self._epoch))
         return len(cast(SizedRecords, self._records))  # a sized source: the callers checked
+
+    def _hosted(self) -> bool:
+        """Whether the order is partitioned by host: a sharded source (not
+        in a mix) read by several hosts, or resumed from partition offsets."""
+        if not hasattr(self._records, "_dataio_layout") or hasattr(self._records, "_dataio_mix"):
+            return False
+        return self._shard.get("hosts", 1) > 1 or self._shard.get("canonical_hosts", 1) > 1 or bool(self._partition_offsets)
+
+    def _host_order(self, position: int) -> tuple[int, list[int]] | None:
+        """(records of this rank, per-partition progress at ``position``) of a host-partitioned order."""
+        if not self._hosted():
+            return None
+        counts, window = self._records._dataio_layout()  # type: ignore[attr-defined]
+        return _native.host_order(
+            list(counts), int(window), self._seed, self._epoch, self._shard["id"], self._shard["of"], self._shard["pad"],
+            self._shard.get("hosts", 1), self._shard.get("canonical_hosts", 1), list(self._partition_offsets), position,
+        )
 
     def _mix_progress(self) -> list[dict[str, int]] | None:
         progress = getattr(self._records, "progress", None)
@@ -478,6 +547,13 @@ class Loader:
             "global_position": self._global_offset + self._position * self._shard["of"],
             "shard": dict(self._shard),
             "dataset_size": len(self._records) if is_sequence(self._records) else None,
+            # A host-partitioned order: per canonical partition, the samples
+            # consumed when this run started and once every rank is here.
+            **(
+                {"partition_offsets": list(self._partition_offsets), "partition_progress": hosted[1]}
+                if (hosted := self._host_order(self._position)) is not None
+                else {}
+            ),
             # A mix: each source's draws this epoch and its own epoch, at the
             # global position (derived from it: resuming needs only the position).
             **({"sources": m} if (m := self._mix_progress()) is not None else {}),
@@ -509,14 +585,26 @@ class Loader:
             raise CheckpointError(f"this state was saved with pad={saved.get('pad')}, this loader has pad={self._shard['pad']}")
         self._stop()
         self._epoch = int(state["epoch"])
-        if saved == self._shard:
+        # The canonical host count is the checkpoint's: it fixes the order.
+        self._shard["canonical_hosts"] = int(saved.get("canonical_hosts", 1))
+        self._partition_offsets = []
+        self._global_offset = 0
+        same = all(saved.get(k, d) == self._shard.get(k, d) for k, d in (("id", 0), ("of", 1), ("hosts", 1)))
+        if same:
             self._position = int(state["position"])
             self._global_offset = int(state.get("global_offset", 0))
+            self._partition_offsets = [int(x) for x in state.get("partition_offsets", [])]
         else:
             if size is None or self._pipe.shape.kind != "batch":
                 raise CheckpointError("resuming with another world size needs a sized record source and batch()")
             self._position = 0
-            self._global_offset = int(state["global_position"])
+            if "partition_progress" in state:
+                self._partition_offsets = [int(x) for x in state["partition_progress"]]
+            elif self._hosted():
+                # A one-host order's progress is its global position.
+                self._partition_offsets = [int(state["global_position"])]
+            else:
+                self._global_offset = int(state["global_position"])
 
     def stats(self) -> dict[str, Any]:
         """Counters and queue depths of the running (or last finished) epoch; cheap.

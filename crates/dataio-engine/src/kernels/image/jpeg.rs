@@ -205,7 +205,9 @@ pub fn check_complete(data: &[u8]) -> std::result::Result<usize, String> {
     if !data.starts_with(&[0xFF, 0xD8]) {
         return Err("no start-of-image marker".into());
     }
-    let cut = |what: String| Err(format!("truncated file: the data ends ({len} bytes) {what}, before the end-of-image marker"));
+    let cut = |what: String| {
+        Err(format!("truncated file: the data ends ({len} bytes) {what}, before the end-of-image marker"))
+    };
     let mut at = 2;
     let mut scans = 0u32;
     loop {
