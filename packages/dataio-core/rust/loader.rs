@@ -195,6 +195,14 @@ impl ConcatSource {
         let source_field = fields.iter().any(|f| f == "__source__");
         ConcatSource { parts, bases, total, spec, source_field, cursor: 0 }
     }
+
+    /// (source, record in it) of mixed record `i` (restarts wrap).
+    fn locate(&self, i: u64) -> (usize, u64) {
+        let i = if self.total == 0 { i } else { i % self.total };
+        let part = self.bases.partition_point(|&b| b <= i).saturating_sub(1);
+        let part = (part..self.parts.len()).find(|&p| self.spec.parts[p].len > 0).unwrap_or(part);
+        (part, i - self.bases[part])
+    }
 }
 
 impl RecordSource for ConcatSource {
@@ -223,16 +231,14 @@ impl RecordSource for ConcatSource {
                 Ok::<(), dataio_engine::Error>(())
             };
         for &i in indices {
-            let i = if self.total == 0 { i } else { i % self.total };
-            let part = self.bases.partition_point(|&b| b <= i).saturating_sub(1);
-            let part = (part..self.parts.len()).find(|&p| self.spec.parts[p].len > 0).unwrap_or(part);
+            let (part, local) = self.locate(i);
             if part != run_part {
                 if run_part != usize::MAX {
                     flush(run_part, &mut run, &mut self.parts, &mut out, self.source_field)?;
                 }
                 run_part = part;
             }
-            run.push(i - self.bases[part]);
+            run.push(local);
         }
         if run_part != usize::MAX {
             flush(run_part, &mut run, &mut self.parts, &mut out, self.source_field)?;
@@ -254,6 +260,24 @@ impl RecordSource for ConcatSource {
 
     fn mix(&self) -> Option<dataio_engine::runtime::MixSpec> {
         Some(self.spec.clone())
+    }
+
+    /// Each source hears of its own records among those coming next, so a
+    /// shard source inside a mix fetches ahead as it does alone.
+    fn will_need(&mut self, indices: &[u64], soon: usize) {
+        let mut per: Vec<(Vec<u64>, usize)> = vec![(Vec::new(), 0); self.parts.len()];
+        for (n, &i) in indices.iter().enumerate() {
+            let (part, local) = self.locate(i);
+            per[part].0.push(local);
+            if n < soon {
+                per[part].1 += 1;
+            }
+        }
+        for (part, (ids, soon)) in per.into_iter().enumerate() {
+            if !ids.is_empty() {
+                self.parts[part].will_need(&ids, soon);
+            }
+        }
     }
 }
 

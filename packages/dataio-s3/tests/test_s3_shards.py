@@ -151,3 +151,23 @@ def test_processes_share_the_cache_within_its_budget(s3: S3Server, tmp_path: Pat
     assert max(peaks) <= budget and max(o["peak"] for o in outs) <= budget
     assert sum(o["stats"]["cache_evictions"] for o in outs) > 0
     assert not list((cache_dir / "data").glob("*.partial"))
+
+
+def test_a_shard_source_inside_a_mix_fetches_ahead(s3: S3Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DATAIO_CACHE_DIR", str(tmp_path / "cache"))
+    a, _ = upload_shards(s3, tmp_path)
+    b, _ = upload_shards(s3, tmp_path)
+    # counted first (kept indexes), then fresh caches: every shard of the epoch is fetched during it
+    for base in (a, b):
+        dataio.tar_records(f"{base}/train-{{0000..0005}}.tar", cache_dir=tmp_path / "count-cache")
+    sources = [
+        dataio.tar_records(f"{base}/train-{{0000..0005}}.tar", shuffle_window=20, cache_dir=tmp_path / f"cache-{i}")
+        for i, base in enumerate((a, b))
+    ]
+    mixed = dataio.mix(sources, weights=[0.5, 0.5])
+    with PIPE.bind(mixed).run("numpy", seed=2) as loader:
+        n = sum(len(batch) for batch in loader)
+    assert n > 0
+    for src in sources:
+        stats = src.stats()
+        assert stats["shards_prefetched"] > 0, stats

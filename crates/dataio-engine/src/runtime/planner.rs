@@ -147,8 +147,13 @@ pub fn planner(plan: &Plan, source: Box<dyn RecordSource>, opts: &PlanOptions) -
             // A host's ranks share its partitions' windows (one per partition it reads).
             let local = if hosted { (opts.shard.of / opts.hosts.count.max(1)).max(1) } else { opts.shard.of };
             let per_host = if hosted { (opts.hosts.canonical / opts.hosts.count.max(1)).max(1) } else { 1 };
-            let window_per_rank = layout.as_ref().map(|l| (l.window * per_host).div_ceil(local)).unwrap_or(0);
-            let lookahead = layout.map(|_| window_per_rank.max(*size as u64 * 4)).unwrap_or(0);
+            // A mix of sharded sources reads ahead as one alone does: by the
+            // widest window among its sources.
+            let window = layout.as_ref().map(|l| l.window).or_else(|| {
+                source.mix().and_then(|m| m.parts.iter().filter_map(|p| p.layout.as_ref().map(|l| l.window)).max())
+            });
+            let window_per_rank = window.map(|w| (w * per_host).div_ceil(local)).unwrap_or(0);
+            let lookahead = window.map(|_| window_per_rank.max(*size as u64 * 4)).unwrap_or(0);
             Box::new(Scheduled {
                 schedule,
                 source,
