@@ -11,7 +11,9 @@
 //! within `S + 1` (`S` sources). The loader's positions are that stream
 //! shuffled inside aligned blocks of [`MIX_BLOCK`] (keyed by seed, epoch and
 //! block), so each block holds the proportions and ranks, which take every
-//! W-th position, keep them too. Each source is shuffled by its own keyed
+//! W-th position, keep them too; the shuffle moves which source a position
+//! draws from, while each source's draws keep their order (so a restarted
+//! source's own epochs stay contiguous). Each source is shuffled by its own keyed
 //! order (its shard layout's two-level order, or a flat permutation), keyed
 //! by the seed, the source and the source's own epoch, which advances each
 //! time the source is exhausted and restarted.
@@ -104,6 +106,8 @@ pub struct MixOrder {
     len: u64,
     /// Shard sources' orders by (source, source epoch).
     orders: Orders,
+    /// Recent blocks' draws (see [`MixOrder::block`]).
+    blocks: Arc<Mutex<HashMap<u64, Arc<Vec<(usize, u64)>>>>>,
 }
 
 /// Shard orders made so far, by (source, source epoch).
@@ -135,6 +139,7 @@ impl MixOrder {
             epoch,
             len: 0,
             orders: Arc::new(Mutex::new(HashMap::new())),
+            blocks: Arc::new(Mutex::new(HashMap::new())),
         };
         m.len = m.epoch_len();
         Ok(m)
@@ -224,24 +229,51 @@ impl MixOrder {
         (s, k)
     }
 
-    /// The stream position that position `p` of this mixed epoch draws.
-    fn stream_position(&self, p: u64) -> u64 {
-        // Shuffled inside blocks, so ranks taking every W-th position each
-        // get the proportions (the draws' pattern is regular: 50/50 is
-        // a, b, a, b, ... which two ranks would otherwise split by source).
-        let block = p / MIX_BLOCK;
-        let lo = block * MIX_BLOCK;
-        let n = MIX_BLOCK.min(self.len.max(p + 1) - lo);
-        let p = lo + Permutation::new(n, key(&[self.seed, self.epoch, block, 0x4d42_4c4b]), 0).apply(p - lo);
-        match self.spec.stop {
-            Stop::Samples(n) => self.epoch * n + p,
-            _ => p,
+    /// (source, its draw number) at each position of block `block` of this
+    /// mixed epoch. Which source a position draws from is shuffled inside
+    /// the block, so ranks taking every W-th position each get the
+    /// proportions (the draws' pattern is regular: 50/50 is a, b, a, b, ...
+    /// which two ranks would otherwise split by source); each source's own
+    /// draws then fill its positions in their stream order, so a source's
+    /// draws are delivered in order and its own epochs stay contiguous (a
+    /// small source restarted inside a block does not interleave two of its
+    /// epochs). Built once per block (a block's draws, then a cache hit).
+    fn block(&self, block: u64) -> Arc<Vec<(usize, u64)>> {
+        if let Some(b) = self.blocks.lock().unwrap().get(&block) {
+            return b.clone();
         }
+        let lo = block * MIX_BLOCK;
+        let n = MIX_BLOCK.min(self.len.max(lo + 1) - lo);
+        let start = match self.spec.stop {
+            Stop::Samples(len) => self.epoch * len,
+            _ => 0,
+        } + lo;
+        let stream: Vec<(usize, u64)> = (0..n).map(|i| self.draw(start + i)).collect();
+        let perm = Permutation::new(n, key(&[self.seed, self.epoch, block, 0x4d42_4c4b]), 0);
+        // Each source's draws of the block, in stream order (ascending).
+        let mut queues: Vec<std::collections::VecDeque<u64>> = vec![Default::default(); self.w.len()];
+        for &(s, k) in &stream {
+            queues[s].push_back(k);
+        }
+        let out: Vec<(usize, u64)> = (0..n)
+            .map(|i| {
+                let s = stream[perm.apply(i) as usize].0;
+                (s, queues[s].pop_front().expect("one draw per position of the source"))
+            })
+            .collect();
+        let out = Arc::new(out);
+        let mut blocks = self.blocks.lock().unwrap();
+        if blocks.len() > 16 {
+            blocks.clear();
+        }
+        blocks.insert(block, out.clone());
+        out
     }
 
     /// (source, its draw number) at position `p` of this mixed epoch.
     pub fn source_at(&self, p: u64) -> (usize, u64) {
-        self.draw(self.stream_position(p))
+        let b = self.block(p / MIX_BLOCK);
+        b[(p % MIX_BLOCK) as usize]
     }
 
     /// The record (an index of the concatenation, plus `total` for each
@@ -395,6 +427,35 @@ mod tests {
             (0..10).map(|q| next.member(1, q)).collect::<Vec<_>>(),
             (0..10).map(|q| m.member(1, q)).collect::<Vec<_>>()
         );
+    }
+
+    #[test]
+    fn each_sources_draws_come_in_order_so_its_own_epochs_stay_contiguous() {
+        // A small source drawn many times over (its own epochs restart inside
+        // blocks) beside a large one.
+        let m = MixOrder::new(spec(&[10, 3000], &[0.3, 0.7], Stop::AllExhausted), Some(4), 1).unwrap();
+        let mut last = [None::<u64>; 2];
+        for p in 0..m.len() {
+            let (s, k) = m.source_at(p);
+            assert!(last[s].is_none_or(|l| k == l + 1), "source {s}: draw {k} after {:?} at {p}", last[s]);
+            last[s] = Some(k);
+        }
+        // Every window of the small source's size holds one own epoch at most twice over:
+        // each of its records once per own epoch, in order of own epochs.
+        let small: Vec<u64> = (0..m.len()).filter_map(|p| (m.source_at(p).0 == 0).then(|| m.record_at(p))).collect();
+        for (e, chunk) in small.chunks(10).enumerate() {
+            let mut ids: Vec<u64> = chunk.iter().map(|r| r % m.total).collect();
+            ids.sort();
+            if chunk.len() == 10 {
+                assert_eq!(ids, (0..10).collect::<Vec<_>>(), "own epoch {e} of the small source");
+            }
+        }
+        // Ranks still get the proportions from every block.
+        let share = |rank: u64| (rank..m.len()).step_by(4).filter(|&p| m.source_at(p).0 == 0).count() as f64;
+        let per_rank = m.len() as f64 / 4.0;
+        for r in 0..4 {
+            assert!((share(r) / per_rank - 0.3).abs() < 0.02, "rank {r}: {}", share(r) / per_rank);
+        }
     }
 
     #[test]
