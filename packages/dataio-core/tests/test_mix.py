@@ -56,6 +56,17 @@ def test_each_source_is_reshuffled_in_its_own_epochs() -> None:
     assert e0 != e1 and e0 == keys(m, seed=5)
 
 
+def test_a_restarted_sources_own_epochs_stay_contiguous_in_delivery_order() -> None:
+    # C (10 records) restarts ~6 times while A runs once: in the order
+    # delivered, every 10 consecutive draws of C are one of its own epochs
+    # (the block shuffle used to interleave two of them: up to 16 repeats
+    # in a window of C's size while other records of the epoch were missing).
+    for seed in (1, 2, 3):
+        drawn = [k for k in keys(dataio.mix([A, C], weights=[1, 1], stop="all_exhausted"), seed=seed) if k[0] == "c"]
+        for e in range(len(drawn) // 10):
+            assert sorted(drawn[10 * e : 10 * e + 10]) == sorted(r["key"] for r in C), (seed, e)
+
+
 def test_stop_rules() -> None:
     first = keys(dataio.mix([A, C], weights=[1, 1]), seed=1)
     assert abs(len(first) - 20) <= 2 and sum(k[0] == "c" for k in first) == 10
