@@ -3,8 +3,8 @@
 //! that points at the same directory (the ranks of one node).
 //!
 //! Layout: `DIR/data/<entry>` (complete payloads), `DIR/data/<entry>.partial`
-//! (a download in progress, exclusively locked by its writer), `DIR/lock`
-//! (taken while adding or evicting, so the budget holds across processes).
+//! (a download in progress), `DIR/lock` (taken while adding or evicting, so
+//! the budget holds across processes).
 //!
 //! * A reader holds a shared `flock` on the entry for as long as any slice
 //!   of its map is alive; eviction takes the exclusive lock without waiting
@@ -15,17 +15,33 @@
 //!   payloads or nothing. When every other entry is being read it waits for
 //!   readers to move on (60 s), then fails with a typed error naming the
 //!   shard; nothing is left behind.
-//! * Another process fetching the same shard holds `.partial` locked: the
-//!   others wait for it instead of fetching again; a `.partial` nobody holds
-//!   is a crashed writer's and is removed.
+//! * The writer of an entry is whoever holds an exclusive `flock` on the
+//!   inode the `.partial` path names *now*. Opening `.partial` (created if
+//!   missing, never replaced) and locking it are two steps, so a file one
+//!   holds open but has not locked yet is no proof of anything: a process
+//!   that takes the lock first checks that the path still names the inode it
+//!   locked (else its writer published or dropped it: start over), then
+//!   checks the entry again (it may have been published meanwhile), and only
+//!   then truncates the file (a crashed writer's bytes), fetches, writes and
+//!   renames. The others fail `try_lock`, wait a little and look again, so a
+//!   shard is fetched once per host; nobody ever unlinks a `.partial` whose
+//!   lock and path it does not hold, and a crashed writer's file is simply
+//!   taken over (its `flock` died with it).
+//! * Hits are served without asking the store and entry names are hashes
+//!   anyone can compute, so on a shared disk another user could plant a
+//!   shard: `DIR` and `DIR/data` are created private (0700), and a
+//!   directory or an entry that is not the current user's (effective uid)
+//!   or that group or others may write is refused with a typed error saying
+//!   how to fix it (see [`check_private`]). An existing directory is
+//!   checked, never `chmod`ed.
 //! * Only files inside `DIR/data` are ever deleted; local shards never come
 //!   here (they are mapped where they are).
 
 use crate::base::error::{Error, Result};
 use bytes::Bytes;
-use std::fs::{File, OpenOptions};
+use std::fs::{File, Metadata, OpenOptions, Permissions, TryLockError};
 use std::io::Write;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -47,6 +63,21 @@ pub struct ShardCache {
     /// How long a miss waits for room while other readers hold entries.
     wait: Duration,
     pub stats: Arc<CacheStats>,
+    #[cfg(test)]
+    hook: Option<Hook>,
+}
+
+/// Called at named points of `get` ("opened-partial", "partial-busy",
+/// "locked-partial"), so a test can force an interleaving.
+#[cfg(test)]
+#[derive(Clone)]
+struct Hook(Arc<dyn Fn(&str) + Send + Sync>);
+
+#[cfg(test)]
+impl std::fmt::Debug for Hook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Hook(..)")
+    }
 }
 
 /// A mapped entry with its shared lock: slices keep both alive.
@@ -65,18 +96,122 @@ fn io(path: &Path, e: std::io::Error) -> Error {
     Error::from_io(path.display().to_string(), e)
 }
 
+/// Whether `path` names the inode `meta` describes (an open file's).
+fn names(path: &Path, meta: &Metadata) -> bool {
+    std::fs::metadata(path).is_ok_and(|now| now.ino() == meta.ino() && now.dev() == meta.dev())
+}
+
+/// The effective uid, whose files the cache and the index store trust.
+pub(crate) fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions, touches no memory of ours and
+    // cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// "uid N (name)", or "uid N" when the passwd database has no name for it.
+/// Only error messages ask, so the lookup's cost does not matter.
+fn who(uid: u32) -> String {
+    // SAFETY: passwd is a plain C struct of integers and pointers, for
+    // which all-zero bytes are a valid value; getpwuid_r fills it.
+    let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut buf = vec![0 as libc::c_char; 4096];
+    let mut found: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: every pointer is to live memory of ours, `buf.len()` is the
+    // buffer's true size, and getpwuid_r writes only there and to `pwd`,
+    // `found`; it is the reentrant variant, safe beside other threads.
+    let rc = unsafe { libc::getpwuid_r(uid, &mut pwd, buf.as_mut_ptr(), buf.len(), &mut found) };
+    if rc != 0 || found.is_null() || pwd.pw_name.is_null() {
+        return format!("uid {uid}");
+    }
+    // SAFETY: on success pw_name points at a NUL-terminated string inside
+    // `buf`, which outlives this borrow.
+    let name = unsafe { std::ffi::CStr::from_ptr(pwd.pw_name) }.to_string_lossy().into_owned();
+    format!("uid {uid} ({name})")
+}
+
+/// Refuses a file or directory another user could have written: one that
+/// is not the current user's (effective uid), or that its group or others
+/// may write. A cache hit or a kept index is used without asking the store,
+/// and its name is a hash anyone can compute, so on a shared disk such a
+/// file could be someone else's data served as the shard's (as ssh refuses
+/// keys others can write). `what` names it in the message ("shard cache
+/// directory", ...), which also gives the owner, the mode and the fix.
+pub(crate) fn check_private(path: &Path, meta: &Metadata, what: &str) -> Result<()> {
+    let me = euid();
+    let (uid, mode) = (meta.uid(), meta.mode() & 0o7777);
+    let foreign = uid != me;
+    if !foreign && mode & 0o022 == 0 {
+        return Ok(());
+    }
+    let shown = path.display();
+    let why = if foreign {
+        format!("it is not yours ({}), so its owner could plant files here", who(me))
+    } else {
+        "group or other users can write it, so they could plant files here".to_string()
+    };
+    let fix = match (meta.is_dir(), foreign) {
+        (true, false) => format!("run `chmod 700 {shown}`, or use a directory only you can write"),
+        (true, true) => "use a directory you own (cache_dir=, index_dir= or DATAIO_CACHE_DIR)".to_string(),
+        (false, false) => format!("run `chmod 600 {shown}`, or remove it to have it fetched or built again"),
+        (false, true) => format!("remove it (`rm {shown}`) to have it fetched or built again"),
+    };
+    Err(Error::PermissionDenied {
+        uri: shown.to_string(),
+        detail: format!(
+            "{what} owned by {}, mode {mode:04o}: {why} that dataio would trust without asking the store; {fix}",
+            who(uid)
+        ),
+    })
+}
+
+/// Creates `dir` (and any missing parent) readable by this user only
+/// (0700), or, when it exists, checks it with [`check_private`]: a
+/// directory the user already has is never `chmod`ed behind their back.
+pub(crate) fn private_dir(dir: &Path, what: &str) -> Result<()> {
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(|e| io(dir, e))?;
+    let meta = std::fs::metadata(dir).map_err(|e| io(dir, e))?;
+    if !meta.is_dir() {
+        return Err(Error::NotADirectory { uri: dir.display().to_string() });
+    }
+    check_private(dir, &meta, what)
+}
+
 impl ShardCache {
+    /// The cache in `dir`: `dir` and `dir/data` are created private when
+    /// missing; existing ones another user owns or can write are refused
+    /// (a `PermissionDenied` error naming the path, its owner and mode).
     pub fn new(dir: impl Into<PathBuf>, budget: u64) -> Result<ShardCache> {
         let dir = dir.into();
-        let data = dir.join("data");
-        std::fs::create_dir_all(&data).map_err(|e| io(&data, e))?;
-        Ok(ShardCache { dir, budget, wait: Duration::from_secs(60), stats: Arc::new(CacheStats::default()) })
+        private_dir(&dir, "shard cache directory")?;
+        private_dir(&dir.join("data"), "shard cache directory")?;
+        Ok(ShardCache {
+            dir,
+            budget,
+            wait: Duration::from_secs(60),
+            stats: Arc::new(CacheStats::default()),
+            #[cfg(test)]
+            hook: None,
+        })
     }
 
     /// The same cache, waiting at most `wait` for room (see `get`).
     pub fn with_wait(mut self, wait: Duration) -> ShardCache {
         self.wait = wait;
         self
+    }
+
+    #[cfg(test)]
+    fn with_hook(mut self, hook: impl Fn(&str) + Send + Sync + 'static) -> ShardCache {
+        self.hook = Some(Hook(Arc::new(hook)));
+        self
+    }
+
+    #[inline]
+    fn hook(&self, _at: &str) {
+        #[cfg(test)]
+        if let Some(h) = &self.hook {
+            (h.0)(_at);
+        }
     }
 
     pub fn dir(&self) -> &Path {
@@ -101,44 +236,112 @@ impl ShardCache {
     }
 
     /// The payload of `uri` at `identity`: mapped from the cache, or
-    /// fetched with `fetch`, added, then mapped.
+    /// fetched with `fetch`, added, then mapped. Of the processes missing
+    /// the same entry at once, one fetches and the others wait for it (see
+    /// the module's notes); `fetch` runs at most once.
     pub fn get(&self, uri: &str, identity: &str, fetch: impl FnOnce() -> Result<Bytes>) -> Result<Bytes> {
         let path = self.entry(uri, identity);
-        let mut fetch = Some(fetch);
-        let mut counted_miss = false;
+        let partial = path.with_extension("partial");
         loop {
             if let Some(b) = self.open(&path)? {
-                if !counted_miss {
-                    self.stats.hits.fetch_add(1, Ordering::Relaxed);
-                }
+                self.stats.hits.fetch_add(1, Ordering::Relaxed);
                 return Ok(b);
             }
-            let partial = path.with_extension("partial");
-            match OpenOptions::new().write(true).create_new(true).open(&partial) {
-                Ok(f) => {
-                    // Ours: fetch, make room, write, publish.
-                    f.try_lock().map_err(|e| Error::invalid(format!("{}: cannot lock: {e}", partial.display())))?;
-                    let fetch = fetch.take().expect("fetched once");
-                    let result = fetch().and_then(|data| self.add(uri, &path, &partial, f, &data));
-                    if let Err(e) = result {
-                        let _ = std::fs::remove_file(&partial);
-                        return Err(e);
+            // Never `create_new` + unlink: whoever finds the file we just
+            // made, before we lock it, must not be able to take it from us.
+            let mut file = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .mode(0o600)
+                .open(&partial)
+                .map_err(|e| match std::fs::metadata(&partial) {
+                    // Another user's file we may not open: say whose.
+                    Ok(m) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                        check_private(&partial, &m, "partial shard cache entry")
+                            .err()
+                            .unwrap_or_else(|| io(&partial, e))
                     }
-                    self.stats.misses.fetch_add(1, Ordering::Relaxed);
-                    counted_miss = true;
+                    _ => io(&partial, e),
+                })?;
+            self.hook("opened-partial");
+            match file.try_lock() {
+                Ok(()) => {}
+                Err(TryLockError::WouldBlock) => {
+                    // A live writer: wait for it to publish (or give up).
+                    self.hook("partial-busy");
+                    drop(file);
+                    std::thread::sleep(Duration::from_millis(10));
+                    continue;
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    // Someone is fetching it, or crashed while fetching.
-                    match File::open(&partial) {
-                        Ok(f) if f.try_lock().is_ok() => {
-                            let _ = std::fs::remove_file(&partial);
-                        }
-                        _ => std::thread::sleep(Duration::from_millis(10)),
-                    }
-                }
-                Err(e) => return Err(io(&partial, e)),
+                Err(TryLockError::Error(e)) => return Err(io(&partial, e)),
             }
+            let meta = file.metadata().map_err(|e| io(&partial, e))?;
+            // The lock is on the inode we opened; if the path names another
+            // one now (or none), its writer published or dropped ours while
+            // we were not holding it: it is nobody's file, look again.
+            if !names(&partial, &meta) {
+                continue;
+            }
+            self.hook("locked-partial");
+            // We are the writer, and nobody replaces the path while we hold
+            // its lock. A crashed writer may have left bytes or its mode
+            // (ours to take over), or be another user (only root could put
+            // a file in our directory): refuse that.
+            if meta.uid() != euid() {
+                check_private(&partial, &meta, "partial shard cache entry")?;
+            }
+            // The writer always returns: `fetch` runs once at most.
+            return match self.fill(uri, &path, &partial, &mut file, &meta, fetch) {
+                Ok(Some(hit)) => {
+                    // Published meanwhile: ours is an empty leftover.
+                    let _ = std::fs::remove_file(&partial);
+                    Ok(hit)
+                }
+                Ok(None) => {
+                    // SAFETY: as in `open`: the entry is published and never
+                    // written again, and the shared lock `add` left on it
+                    // keeps it from eviction while this map is alive.
+                    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| io(&path, e))?;
+                    Ok(Bytes::from_owner(Held { map, _file: file }))
+                }
+                Err(e) => {
+                    // Nothing half-written stays: unless it was published,
+                    // the path still names our file (we hold its lock).
+                    if names(&partial, &meta) {
+                        let _ = std::fs::remove_file(&partial);
+                    }
+                    Err(e)
+                }
+            };
         }
+    }
+
+    /// As the writer of `partial` (its lock held, its path checked): the
+    /// entry if someone published it meanwhile, or `None` once `fetch`'s
+    /// payload is written into `file` and published (see `add`).
+    fn fill(
+        &self,
+        uri: &str,
+        path: &Path,
+        partial: &Path,
+        file: &mut File,
+        meta: &Metadata,
+        fetch: impl FnOnce() -> Result<Bytes>,
+    ) -> Result<Option<Bytes>> {
+        if let Some(hit) = self.open(path)? {
+            self.stats.hits.fetch_add(1, Ordering::Relaxed);
+            return Ok(Some(hit));
+        }
+        if meta.mode() & 0o7777 != 0o600 {
+            file.set_permissions(Permissions::from_mode(0o600)).map_err(|e| io(partial, e))?;
+        }
+        file.set_len(0).map_err(|e| io(partial, e))?;
+        let data = fetch()?;
+        self.add(uri, path, partial, file, &data)?;
+        self.stats.misses.fetch_add(1, Ordering::Relaxed);
+        Ok(None)
     }
 
     /// Maps a complete entry under a shared lock, touching it for LRU.
@@ -150,13 +353,12 @@ impl ShardCache {
         };
         file.lock_shared().map_err(|e| io(path, e))?;
         // An evictor may have removed it between our open and our lock.
-        let same = match (file.metadata(), std::fs::metadata(path)) {
-            (Ok(a), Ok(b)) => a.ino() == b.ino() && a.dev() == b.dev(),
-            _ => false,
-        };
-        if !same {
+        let meta = file.metadata().map_err(|e| io(path, e))?;
+        if !names(path, &meta) {
             return Ok(None);
         }
+        // What we map is what we checked: the open file's owner and mode.
+        check_private(path, &meta, "shard cache entry")?;
         let _ = file.set_modified(SystemTime::now());
         // SAFETY: entries are never written after they are published (they
         // are renamed into place whole) and never truncated; eviction
@@ -166,7 +368,10 @@ impl ShardCache {
         Ok(Some(Bytes::from_owner(Held { map, _file: file })))
     }
 
-    fn add(&self, uri: &str, path: &Path, partial: &Path, mut file: File, data: &[u8]) -> Result<()> {
+    /// Writes `data` into `file` (the locked `partial`), syncs it, renames
+    /// it to `path`, and keeps a shared lock on it: from then on the file
+    /// is a published entry we read.
+    fn add(&self, uri: &str, path: &Path, partial: &Path, file: &mut File, data: &[u8]) -> Result<()> {
         let need = data.len() as u64;
         if need > self.budget {
             return Err(full(uri, need, self.budget, "larger than the whole budget"));
@@ -176,6 +381,7 @@ impl ShardCache {
             .create(true)
             .truncate(false)
             .write(true)
+            .mode(0o600)
             .open(&lock_path)
             .map_err(|e| io(&lock_path, e))?;
         // Entries other readers hold cannot go: wait a while for them to
@@ -207,6 +413,11 @@ impl ShardCache {
         })?;
         file.sync_data().map_err(|e| io(partial, e))?;
         std::fs::rename(partial, path).map_err(|e| io(path, e))?;
+        // From writer to reader. Converting a flock is not atomic (it is
+        // dropped, then taken shared), but evictors only run under
+        // `DIR/lock`, which we still hold; a waiter that takes the inode
+        // in between finds the `.partial` path no longer names it.
+        file.lock_shared().map_err(|e| io(path, e))?;
         self.stats.bytes_fetched.fetch_add(need, Ordering::Relaxed);
         Ok(())
     }
@@ -321,8 +532,267 @@ mod tests {
     fn a_crashed_writers_partial_is_replaced() {
         let dir = tempfile::tempdir().unwrap();
         let c = ShardCache::new(dir.path(), 100).unwrap();
-        std::fs::write(c.entry("u", "1").with_extension("partial"), b"junk").unwrap();
+        let partial = c.entry("u", "1").with_extension("partial");
+        std::fs::write(&partial, b"junk, longer than the payload").unwrap();
+        std::fs::set_permissions(&partial, Permissions::from_mode(0o666)).unwrap();
         let b = c.get("u", "1", || Ok(Bytes::from_static(b"good"))).unwrap();
         assert_eq!(&b[..], b"good");
+        let meta = std::fs::metadata(c.entry("u", "1")).unwrap();
+        assert_eq!(meta.mode() & 0o7777, 0o600);
+        assert!(!partial.exists());
+    }
+
+    /// Records the points a handle's `get` passes; stops the thread at
+    /// `stop` the first time it gets there, until the test says go.
+    struct Gate {
+        seen: Arc<std::sync::Mutex<Vec<String>>>,
+        arrived: std::sync::mpsc::Receiver<()>,
+        go: std::sync::mpsc::Sender<()>,
+    }
+
+    fn gated(dir: &Path, stop: &'static str) -> (ShardCache, Gate) {
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (arrived_tx, arrived) = std::sync::mpsc::channel();
+        let (go, go_rx) = std::sync::mpsc::channel::<()>();
+        let go_rx = std::sync::Mutex::new(go_rx);
+        let log = seen.clone();
+        let c = ShardCache::new(dir, 1 << 20).unwrap().with_hook(move |at| {
+            let first = {
+                let mut log = log.lock().unwrap();
+                log.push(at.to_string());
+                at == stop && log.iter().filter(|p| *p == stop).count() == 1
+            };
+            if first {
+                arrived_tx.send(()).unwrap();
+                go_rx.lock().unwrap().recv().unwrap();
+            }
+        });
+        (c, Gate { seen, arrived, go })
+    }
+
+    fn counted(n: &Arc<std::sync::atomic::AtomicUsize>, data: &'static [u8]) -> impl FnOnce() -> Result<Bytes> {
+        let n = n.clone();
+        move || {
+            n.fetch_add(1, Ordering::SeqCst);
+            Ok(Bytes::from_static(data))
+        }
+    }
+
+    /// The race seen in the field: A has opened `.partial` but not locked
+    /// it yet; B (another handle: another process) runs a whole `get` of
+    /// the same entry; then A goes on. Both get the bytes, one fetch, no
+    /// error: with B's map alive when A resumes (A's `try_lock` fails and
+    /// it waits), and with B done (A locks the published inode, sees the
+    /// `.partial` path no longer names it, and finds the entry).
+    #[test]
+    fn a_writer_between_open_and_lock_is_not_taken_for_a_dead_one() {
+        for b_still_reading in [true, false] {
+            let dir = tempfile::tempdir().unwrap();
+            let fetches = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+            let (a, gate) = gated(dir.path(), "opened-partial");
+            let b = ShardCache::new(dir.path(), 1 << 20).unwrap();
+            let fa = counted(&fetches, b"payload");
+            let ta = std::thread::spawn(move || a.get("s3://b/x", "1", fa).map(|b| b.to_vec()));
+            gate.arrived.recv().unwrap();
+            let got_b = b.get("s3://b/x", "1", counted(&fetches, b"payload")).unwrap();
+            let kept = b_still_reading.then(|| got_b.clone());
+            assert_eq!(&got_b[..], b"payload");
+            drop(got_b);
+            gate.go.send(()).unwrap();
+            let got_a = ta.join().unwrap().unwrap();
+            assert_eq!(got_a, b"payload");
+            assert_eq!(fetches.load(Ordering::SeqCst), 1, "b_still_reading={b_still_reading}");
+            let seen = gate.seen.lock().unwrap().clone();
+            assert!(!seen.contains(&"locked-partial".to_string()), "A became a writer: {seen:?}");
+            assert_eq!(seen.contains(&"partial-busy".to_string()), b_still_reading, "{seen:?}");
+            drop(kept);
+            let left: Vec<_> = std::fs::read_dir(dir.path().join("data")).unwrap().map(|e| e.unwrap().path()).collect();
+            assert_eq!(left, vec![b.entry("s3://b/x", "1")]);
+        }
+    }
+
+    /// The other order: A holds `.partial` while its fetch is slow; B
+    /// arrives, waits on the lock without fetching, then gets A's entry.
+    /// When A's fetch fails instead, B takes over and fetches itself.
+    #[test]
+    fn a_second_miss_waits_for_the_writer_and_takes_over_when_it_fails() {
+        for a_fails in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let fetches = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+            let a = ShardCache::new(dir.path(), 1 << 20).unwrap();
+            let (b, gate) = gated(dir.path(), "partial-busy");
+            let (fetching_tx, fetching) = std::sync::mpsc::channel();
+            let (finish, finish_rx) = std::sync::mpsc::channel::<()>();
+            let n = fetches.clone();
+            let ta = std::thread::spawn(move || {
+                a.get("s3://b/y", "1", move || {
+                    n.fetch_add(1, Ordering::SeqCst);
+                    fetching_tx.send(()).unwrap();
+                    finish_rx.recv().unwrap();
+                    if a_fails {
+                        Err(Error::Backend { uri: "s3://b/y".into(), detail: "reset".into(), transient: true })
+                    } else {
+                        Ok(Bytes::from_static(b"slow"))
+                    }
+                })
+                .map(|b| b.to_vec())
+            });
+            fetching.recv().unwrap();
+            let fb = counted(&fetches, b"slow");
+            let tb = std::thread::spawn(move || b.get("s3://b/y", "1", fb).map(|b| b.to_vec()));
+            // B found the writer busy and is waiting: nothing fetched twice.
+            gate.arrived.recv().unwrap();
+            gate.go.send(()).unwrap();
+            std::thread::sleep(Duration::from_millis(50));
+            assert_eq!(fetches.load(Ordering::SeqCst), 1);
+            assert!(!tb.is_finished());
+            finish.send(()).unwrap();
+            let got_a = ta.join().unwrap();
+            let got_b = tb.join().unwrap().unwrap();
+            assert_eq!(got_b, b"slow");
+            let seen = gate.seen.lock().unwrap().clone();
+            if a_fails {
+                assert!(got_a.unwrap_err().to_string().contains("reset"));
+                assert_eq!(fetches.load(Ordering::SeqCst), 2);
+                assert!(seen.contains(&"locked-partial".to_string()), "{seen:?}");
+            } else {
+                assert_eq!(got_a.unwrap(), b"slow");
+                assert_eq!(fetches.load(Ordering::SeqCst), 1);
+                assert!(!seen.contains(&"locked-partial".to_string()), "{seen:?}");
+            }
+        }
+    }
+
+    /// Many handles (each as another process would) missing the same keys
+    /// at once, in different orders: every key is fetched exactly once,
+    /// every `get` succeeds with its own bytes, and no `.partial` is left.
+    #[test]
+    fn concurrent_misses_fetch_each_shard_once() {
+        const THREADS: usize = 8;
+        const KEYS: usize = 50;
+        let dir = tempfile::tempdir().unwrap();
+        let fetches: Arc<Vec<std::sync::atomic::AtomicUsize>> =
+            Arc::new((0..KEYS).map(|_| std::sync::atomic::AtomicUsize::new(0)).collect());
+        let threads: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let c = ShardCache::new(dir.path(), 1 << 24).unwrap();
+                let fetches = fetches.clone();
+                std::thread::spawn(move || {
+                    for i in 0..KEYS {
+                        let k = (i + t * 7) % KEYS;
+                        let payload = vec![k as u8; 1000 + k];
+                        let want = payload.clone();
+                        let f = &fetches[k];
+                        let got = c
+                            .get(&format!("s3://b/{k}"), "1", || {
+                                f.fetch_add(1, Ordering::SeqCst);
+                                Ok(Bytes::from(payload))
+                            })
+                            .unwrap();
+                        assert_eq!(&got[..], &want[..]);
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let counts: Vec<_> = fetches.iter().map(|n| n.load(Ordering::SeqCst)).collect();
+        assert_eq!(counts, vec![1; KEYS]);
+        let names: Vec<_> = std::fs::read_dir(dir.path().join("data")).unwrap().map(|e| e.unwrap().path()).collect();
+        assert_eq!(names.len(), KEYS);
+        assert!(names.iter().all(|p| p.extension().is_none()), "{names:?}");
+    }
+
+    fn chmod(path: &Path, mode: u32) {
+        std::fs::set_permissions(path, Permissions::from_mode(mode)).unwrap();
+    }
+
+    /// Changes `path`'s owner to `nobody`; false where we may not (not root).
+    fn give_away(path: &Path) -> bool {
+        match std::os::unix::fs::chown(path, Some(65534), None) {
+            Ok(()) => true,
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                eprintln!("not root: the owner checks are not exercised");
+                false
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    fn refused(e: Error, path: &Path, owner: u32, mode: u32, fix: &str) {
+        assert_eq!(e.kind(), crate::base::error::ErrorKind::PermissionDenied, "{e}");
+        assert_eq!(e.uri(), Some(path.to_str().unwrap()));
+        let msg = e.to_string();
+        for part in [path.to_str().unwrap(), &format!("owned by uid {owner}"), &format!("mode {mode:04o}"), fix] {
+            assert!(msg.contains(part), "{part:?} not in {msg}");
+        }
+    }
+
+    #[test]
+    fn the_directories_are_made_private_and_existing_safe_ones_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let fresh = dir.path().join("a/b/cache");
+        ShardCache::new(&fresh, 100).unwrap();
+        for d in [dir.path().join("a"), fresh.clone(), fresh.join("data")] {
+            assert_eq!(std::fs::metadata(&d).unwrap().mode() & 0o077, 0, "{}", d.display());
+        }
+        let kept = dir.path().join("kept");
+        std::fs::create_dir(&kept).unwrap();
+        chmod(&kept, 0o755);
+        ShardCache::new(&kept, 100).unwrap().get("u", "1", || Ok(Bytes::from_static(b"x"))).unwrap();
+        assert_eq!(std::fs::metadata(&kept).unwrap().mode() & 0o7777, 0o755);
+    }
+
+    #[test]
+    fn a_cache_directory_others_can_write_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("cache");
+        ShardCache::new(&root, 100).unwrap();
+        for target in [root.clone(), root.join("data")] {
+            for mode in [0o777, 0o757, 0o775, 0o1777] {
+                chmod(&target, mode);
+                let e = ShardCache::new(&root, 100).unwrap_err();
+                refused(e, &target, euid(), mode, &format!("chmod 700 {}", target.display()));
+            }
+            chmod(&target, 0o700);
+        }
+        ShardCache::new(&root, 100).unwrap();
+        if give_away(&root) {
+            let e = ShardCache::new(&root, 100).unwrap_err();
+            refused(e, &root, 65534, 0o700, "use a directory you own");
+            assert!(e_msg(&root).contains(&format!("not yours (uid {}", euid())));
+        }
+    }
+
+    fn e_msg(root: &Path) -> String {
+        ShardCache::new(root, 100).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn an_entry_another_user_wrote_or_can_write_is_refused_before_it_is_served() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = ShardCache::new(dir.path(), 1000).unwrap();
+        drop(c.get("s3://b/e", "1", || Ok(Bytes::from_static(b"mine"))).unwrap());
+        let entry = c.entry("s3://b/e", "1");
+        for mode in [0o666, 0o646, 0o620] {
+            chmod(&entry, mode);
+            let e = c.get("s3://b/e", "1", || panic!("a refused entry is not fetched again")).unwrap_err();
+            refused(e, &entry, euid(), mode, &format!("chmod 600 {}", entry.display()));
+        }
+        chmod(&entry, 0o644);
+        assert_eq!(&c.get("s3://b/e", "1", || panic!("a hit")).unwrap()[..], b"mine");
+        if give_away(&entry) {
+            let e = c.get("s3://b/e", "1", || panic!("a refused entry is not fetched again")).unwrap_err();
+            refused(e, &entry, 65534, 0o644, &format!("rm {}", entry.display()));
+            // Nor is another user's `.partial` taken over, or removed.
+            let partial = c.entry("s3://b/p", "1").with_extension("partial");
+            std::fs::write(&partial, b"theirs").unwrap();
+            chmod(&partial, 0o600);
+            assert!(give_away(&partial));
+            let e = c.get("s3://b/p", "1", || panic!("not ours to write")).unwrap_err();
+            refused(e, &partial, 65534, 0o600, &format!("rm {}", partial.display()));
+            assert_eq!(std::fs::read(&partial).unwrap(), b"theirs");
+        }
     }
 }

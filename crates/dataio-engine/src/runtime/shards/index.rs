@@ -6,6 +6,7 @@
 //! that path, each member named by the rest (`dir/0001.seg.png` is member
 //! `seg.png` of sample `dir/0001`). TFRecord samples are the file's records.
 
+use super::cache::{check_private, private_dir};
 use crate::base::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -128,14 +129,33 @@ pub fn identity(size: u64, etag: Option<&str>, mtime: Option<f64>) -> String {
 }
 
 /// Indexes kept on disk, one file per (URI, format, identity).
+///
+/// A kept index is trusted as the shard's (which samples, where their bytes
+/// are) and its name is a hash anyone can compute, so the directory and its
+/// files follow the shard cache's rule: the directory is created private
+/// (0700), and one another user owns or can write, or a file of it, is
+/// refused with a typed error (see `cache::check_private`).
 #[derive(Debug, Clone)]
 pub struct IndexStore {
     dir: PathBuf,
 }
 
+const DIR: &str = "shard index directory";
+const FILE: &str = "kept shard index";
+
 impl IndexStore {
+    /// A store over `dir`, created (privately) only when the first index is
+    /// saved; nothing is checked until then. See [`IndexStore::open`].
     pub fn new(dir: impl Into<PathBuf>) -> IndexStore {
         IndexStore { dir: dir.into() }
+    }
+
+    /// A store over `dir`, created private now when missing, and refused
+    /// when another user owns it or can write it.
+    pub fn open(dir: impl Into<PathBuf>) -> Result<IndexStore> {
+        let store = IndexStore::new(dir);
+        private_dir(&store.dir, DIR)?;
+        Ok(store)
     }
 
     fn path(&self, uri: &str, format: Format, identity: &str) -> PathBuf {
@@ -147,27 +167,55 @@ impl IndexStore {
         self.dir.join(format!("{}.json", &h.finalize().to_hex()[..32]))
     }
 
+    /// A kept file's bytes, `None` when there is none or it cannot be read;
+    /// one another user wrote or can write is an error. The owner and mode
+    /// checked are the open file's, so what is read is what was checked.
+    fn read(path: &Path) -> Result<Option<Vec<u8>>> {
+        use std::io::Read;
+        let Ok(mut file) = std::fs::File::open(path) else { return Ok(None) };
+        let Ok(meta) = file.metadata() else { return Ok(None) };
+        check_private(path, &meta, FILE)?;
+        let mut data = Vec::new();
+        Ok(file.read_to_end(&mut data).ok().map(|_| data))
+    }
+
     /// The kept index, if one matches; an unreadable file, or one whose
-    /// entries lie outside the payload it names, counts as none.
+    /// entries lie outside the payload it names, counts as none; one
+    /// another user wrote or can write is refused.
+    pub fn try_load(&self, uri: &str, format: Format, identity: &str) -> Result<Option<ShardIndex>> {
+        let Some(data) = Self::read(&self.path(uri, format, identity))? else { return Ok(None) };
+        let Ok(index) = serde_json::from_slice::<ShardIndex>(&data) else { return Ok(None) };
+        Ok((index.identity == identity && index.format == format && index.in_bounds()).then_some(index))
+    }
+
+    /// [`IndexStore::try_load`], where a refused file also counts as none.
     pub fn load(&self, uri: &str, format: Format, identity: &str) -> Option<ShardIndex> {
-        let data = std::fs::read(self.path(uri, format, identity)).ok()?;
-        let index: ShardIndex = serde_json::from_slice(&data).ok()?;
-        (index.identity == identity && index.format == format && index.in_bounds()).then_some(index)
+        self.try_load(uri, format, identity).ok().flatten()
     }
 
     /// Keeps an index (atomically: a reader sees the whole file or none),
     /// and beside it its sample count, which is all opening a set reads.
     pub fn save(&self, uri: &str, index: &ShardIndex) -> Result<()> {
+        private_dir(&self.dir, DIR)?;
         let path = self.path(uri, index.format, &index.identity);
         write_atomic(&path, &serde_json::to_vec(index).map_err(|e| Error::invalid(e.to_string()))?)?;
         write_atomic(&path.with_extension("count"), format!("{} {}", index.len(), index.identity).as_bytes())
     }
 
-    /// The kept sample count of a shard, without reading its index.
+    /// The kept sample count of a shard, without reading its index; `None`
+    /// as for [`IndexStore::try_load`], and the same refusal.
+    pub fn try_load_count(&self, uri: &str, format: Format, identity: &str) -> Result<Option<u64>> {
+        let Some(data) = Self::read(&self.path(uri, format, identity).with_extension("count"))? else {
+            return Ok(None);
+        };
+        let Ok(text) = String::from_utf8(data) else { return Ok(None) };
+        let Some((count, kept)) = text.split_once(' ') else { return Ok(None) };
+        Ok((kept == identity).then(|| count.parse().ok()).flatten())
+    }
+
+    /// [`IndexStore::try_load_count`], where a refused file counts as none.
     pub fn load_count(&self, uri: &str, format: Format, identity: &str) -> Option<u64> {
-        let text = std::fs::read_to_string(self.path(uri, format, identity).with_extension("count")).ok()?;
-        let (count, kept) = text.split_once(' ')?;
-        (kept == identity).then(|| count.parse().ok()).flatten()
+        self.try_load_count(uri, format, identity).ok().flatten()
     }
 }
 
@@ -239,6 +287,61 @@ mod tests {
             idx.samples = Samples::TfRecord(vec![(0, 10), bad]);
             store.save("t.tfrecord", &idx).unwrap();
             assert_eq!(store.load("t.tfrecord", Format::TfRecord, &idx.identity), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn kept_indexes_others_own_or_can_write_are_refused() {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let chmod = |p: &Path, mode: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+        let euid = crate::runtime::shards::cache::euid();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("index");
+        let store = IndexStore::open(&dir).unwrap();
+        assert_eq!(std::fs::metadata(&dir).unwrap().mode() & 0o077, 0);
+        let idx = ShardIndex {
+            format: Format::TfRecord,
+            identity: identity(10, None, Some(1.0)),
+            payload_len: 10,
+            samples: Samples::TfRecord(vec![(0, 10)]),
+        };
+        store.save("t.tfrecord", &idx).unwrap();
+        let json = store.path("t.tfrecord", Format::TfRecord, &idx.identity);
+        let count = json.with_extension("count");
+        let check = |e: Error, path: &Path, owner: u32, mode: u32, fix: &str| {
+            assert_eq!(e.kind(), crate::base::error::ErrorKind::PermissionDenied, "{e}");
+            let msg = e.to_string();
+            for part in [path.to_str().unwrap(), &format!("owned by uid {owner}"), &format!("mode {mode:04o}"), fix] {
+                assert!(msg.contains(part), "{part:?} not in {msg}");
+            }
+        };
+        for mode in [0o666, 0o646, 0o620] {
+            chmod(&json, mode);
+            chmod(&count, mode);
+            let e = store.try_load("t.tfrecord", Format::TfRecord, &idx.identity).unwrap_err();
+            check(e, &json, euid, mode, "chmod 600");
+            let e = store.try_load_count("t.tfrecord", Format::TfRecord, &idx.identity).unwrap_err();
+            check(e, &count, euid, mode, "chmod 600");
+            assert_eq!(store.load("t.tfrecord", Format::TfRecord, &idx.identity), None);
+        }
+        chmod(&json, 0o644);
+        chmod(&count, 0o600);
+        assert_eq!(store.try_load("t.tfrecord", Format::TfRecord, &idx.identity).unwrap(), Some(idx.clone()));
+        assert_eq!(store.try_load_count("t.tfrecord", Format::TfRecord, &idx.identity).unwrap(), Some(1));
+        for mode in [0o777, 0o757, 0o775] {
+            chmod(&dir, mode);
+            check(IndexStore::open(&dir).unwrap_err(), &dir, euid, mode, &format!("chmod 700 {}", dir.display()));
+            check(store.save("t.tfrecord", &idx).unwrap_err(), &dir, euid, mode, "chmod 700");
+        }
+        chmod(&dir, 0o755);
+        IndexStore::open(&dir).unwrap();
+        assert_eq!(std::fs::metadata(&dir).unwrap().mode() & 0o7777, 0o755, "an existing directory is not chmod-ed");
+        // Another owner: only root can make one here.
+        if std::os::unix::fs::chown(&json, Some(65534), None).is_ok() {
+            let e = store.try_load("t.tfrecord", Format::TfRecord, &idx.identity).unwrap_err();
+            check(e, &json, 65534, 0o644, "rm ");
+            std::os::unix::fs::chown(&dir, Some(65534), None).unwrap();
+            check(IndexStore::open(&dir).unwrap_err(), &dir, 65534, 0o755, "use a directory you own");
         }
     }
 }

@@ -332,7 +332,7 @@ def _row_groups(uri: str, store: Path) -> list[int]:
         pass
     md = _wrap(uri, lambda: _pa().ParquetFile(_source(uri)).metadata)
     groups = [md.row_group(g).num_rows for g in range(md.num_row_groups)]
-    store.mkdir(parents=True, exist_ok=True)
+    store.mkdir(mode=0o700, parents=True, exist_ok=True)  # shared with the shard indexes: private
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_text(json.dumps({"uri": uri, "identity": ident, "row_groups": groups}))
     os.replace(tmp, path)
