@@ -107,8 +107,11 @@ pub struct MixOrder {
     /// Shard sources' orders by (source, source epoch).
     orders: Orders,
     /// Recent blocks' draws (see [`MixOrder::block`]).
-    blocks: Arc<Mutex<HashMap<u64, Arc<Vec<(usize, u64)>>>>>,
+    blocks: Blocks,
 }
+
+/// Blocks' draws made so far, by block (see [`MixOrder::block`]).
+type Blocks = Arc<Mutex<HashMap<u64, Arc<Vec<(usize, u64)>>>>>;
 
 /// Shard orders made so far, by (source, source epoch).
 type Orders = Arc<Mutex<HashMap<(usize, u64), Arc<ShardOrder>>>>;
@@ -442,7 +445,7 @@ mod tests {
         }
         // Every window of the small source's size holds one own epoch at most twice over:
         // each of its records once per own epoch, in order of own epochs.
-        let small: Vec<u64> = (0..m.len()).filter_map(|p| (m.source_at(p).0 == 0).then(|| m.record_at(p))).collect();
+        let small: Vec<u64> = (0..m.len()).filter(|&p| m.source_at(p).0 == 0).map(|p| m.record_at(p)).collect();
         for (e, chunk) in small.chunks(10).enumerate() {
             let mut ids: Vec<u64> = chunk.iter().map(|r| r % m.total).collect();
             ids.sort();

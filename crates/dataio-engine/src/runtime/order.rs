@@ -219,7 +219,7 @@ impl Hosts {
         if self.count == 0 || self.canonical == 0 {
             return Err(Error::invalid("shard: 'hosts' and 'canonical_hosts' must be >= 1"));
         }
-        if shard.of % self.count != 0 {
+        if !shard.of.is_multiple_of(self.count) {
             return Err(Error::invalid(format!(
                 "shard: a world of {} ranks does not split evenly over {} hosts (each host must run the same number of ranks)",
                 shard.of, self.count
@@ -395,7 +395,7 @@ impl HostOrder {
             let lens = parts.iter().map(|&p| streams[p].len() - offsets[p]).collect();
             Merge::new(parts, starts, lens)
         };
-        let (groups, group, rank) = if c % h == 0 {
+        let (groups, group, rank) = if c.is_multiple_of(h) {
             let groups = (0..h)
                 .map(|g| Group {
                     merge: merge_of((g..c).step_by(h as usize).map(|p| p as usize).collect()),
@@ -403,7 +403,7 @@ impl HostOrder {
                 })
                 .collect();
             (groups, host as usize, l)
-        } else if h % c == 0 {
+        } else if h.is_multiple_of(c) {
             let k = h / c;
             let groups = (0..c).map(|p| Group { merge: merge_of(vec![p as usize]), ranks: k * local }).collect();
             (groups, (host % c) as usize, (host / c) * local + l)

@@ -474,8 +474,8 @@ mod tests {
             }
             jpeg_start_compress(&mut c, 1);
             for row in rgb.chunks_exact(w as usize * 3) {
-                let mut p = row.as_ptr();
-                jpeg_write_scanlines(&mut c, &mut p, 1);
+                let p = row.as_ptr();
+                jpeg_write_scanlines(&mut c, &p, 1);
             }
             jpeg_finish_compress(&mut c);
             let out = std::slice::from_raw_parts(buf, size as usize).to_vec();
