@@ -2,6 +2,7 @@
 //! of shards that the loader reads natively (see `dataio_engine::runtime::shards`).
 
 use crate::errors::IntoPy;
+use dataio_engine::runtime::shards::source::GivenCounts;
 use dataio_engine::runtime::shards::{Format, ShardCache, ShardSet, ShardSetOptions};
 use dataio_engine::runtime::Value;
 use pyo3::prelude::*;
@@ -27,10 +28,15 @@ pub fn value_to_py(py: Python<'_>, v: &Value) -> PyResult<Py<PyAny>> {
 
 #[pymethods]
 impl PyShardSet {
-    /// Indexes the shards (or loads their kept counts), GIL released.
+    /// Counts the shards (or takes their counts from `counts`, or loads
+    /// their kept counts), GIL released.
     /// `known`: (size, etag) per shard from a listing, or None to ask.
+    /// `counts`, `sizes`, `counted_by`: per-shard samples and stored sizes
+    /// from a shard index (its URI), which spare reading the shards to open.
+    /// `before_counting(shards, bytes)`: called once, with the GIL, before
+    /// shards are read whole to be counted (its errors are ignored).
     #[new]
-    #[pyo3(signature = (format, uris, *, index_dir, known=None, gunzip=None, check_crc=true, window=8192, cache_dir=None, cache_bytes=0, parallelism=8))]
+    #[pyo3(signature = (format, uris, *, index_dir, known=None, gunzip=None, check_crc=true, window=8192, cache_dir=None, cache_bytes=0, parallelism=8, counts=None, sizes=None, counted_by=None, before_counting=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -44,6 +50,10 @@ impl PyShardSet {
         cache_dir: Option<String>,
         cache_bytes: u64,
         parallelism: usize,
+        counts: Option<Vec<u64>>,
+        sizes: Option<Vec<Option<u64>>>,
+        counted_by: Option<String>,
+        before_counting: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
         let format = Format::parse(format).map_py(py)?;
         let cache = match cache_dir {
@@ -59,7 +69,22 @@ impl PyShardSet {
             cache,
             parallelism,
         };
-        let inner = py.detach(|| ShardSet::open(uris, known.unwrap_or_default(), opts)).map_py(py)?;
+        let given = counts.map(|counts| GivenCounts {
+            source: counted_by.unwrap_or_else(|| "(a shard index)".to_string()),
+            counts,
+            sizes: sizes.unwrap_or_default(),
+        });
+        let note = |n: usize, bytes: u64| {
+            if let Some(f) = &before_counting {
+                Python::attach(|py| {
+                    if let Err(e) = f.call1(py, (n, bytes)) {
+                        e.write_unraisable(py, Some(f.bind(py)));
+                    }
+                });
+            }
+        };
+        let inner =
+            py.detach(|| ShardSet::open_with(uris, known.unwrap_or_default(), given, opts, &note)).map_py(py)?;
         Ok(PyShardSet { inner })
     }
 
@@ -76,6 +101,18 @@ impl PyShardSet {
     #[getter]
     fn counts(&self) -> Vec<u64> {
         self.inner.counts()
+    }
+
+    /// Stored bytes per shard (compressed, for gzip shards).
+    #[getter]
+    fn sizes(&self) -> Vec<u64> {
+        self.inner.sizes()
+    }
+
+    /// The shard index the counts came from (its URI), or None.
+    #[getter]
+    fn counted_by(&self) -> Option<String> {
+        self.inner.counted_by().map(str::to_string)
     }
 
     #[getter]

@@ -1,12 +1,21 @@
 //! Many shards as one sized record source.
 //!
-//! [`ShardSet::open`] indexes every shard (or finds its kept index), in
-//! parallel, so the set knows its size and per-shard counts without holding
-//! any sample: what stays in memory is a count and an index handle per
-//! shard; a shard's member table is loaded only while the shard is open.
-//! Records are served from a bounded set of open shards; their member
-//! bytes are slices of the shard's payload (a map of a local file or of a
-//! cache entry), handed to the decoders as they are.
+//! [`ShardSet::open`] learns every shard's sample count, in parallel, so the
+//! set knows its size and per-shard counts without holding any sample: what
+//! stays in memory is a count and an index handle per shard; a shard's
+//! member table is loaded only while the shard is open. Records are served
+//! from a bounded set of open shards; their member bytes are slices of the
+//! shard's payload (a map of a local file or of a cache entry), handed to
+//! the decoders as they are.
+//!
+//! A count comes, cheapest first, from a shard index written beside the
+//! shards (webdataset's `wids-shard-index-v1`, read by the caller and handed
+//! over as [`GivenCounts`]: opening then fetches no shard), from the kept
+//! index of an earlier run on this host, or from building the shard's member
+//! table, which reads the whole shard. With given counts the member table is
+//! built when the shard is first read for an epoch, and a table that
+//! disagrees with the given count is a typed error naming the shard and the
+//! index: the epoch's order was planned on that count.
 
 use super::cache::ShardCache;
 use super::index::{identity, Format, IndexStore, Samples, ShardIndex};
@@ -16,7 +25,7 @@ use crate::io::registry::backend_for;
 use crate::runtime::{Layout, Record, RecordSource, Value};
 use bytes::Bytes;
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// How a [`ShardSet`] reads.
@@ -28,7 +37,7 @@ pub struct ShardSetOptions {
     pub check_crc: bool,
     /// Shuffle window in samples (see [`crate::runtime::ShardOrder`]).
     pub window: u64,
-    /// Where kept indexes live.
+    /// Where kept indexes live (created private; see [`IndexStore`]).
     pub index_dir: std::path::PathBuf,
     /// The cache for remote shards; `None` reads them into memory per open.
     pub cache: Option<ShardCache>,
@@ -36,9 +45,24 @@ pub struct ShardSetOptions {
     pub parallelism: usize,
 }
 
+/// Sample counts (and sizes, where known) from a shard index written beside
+/// the shards, so that opening a set reads no shard.
+#[derive(Debug, Clone, Default)]
+pub struct GivenCounts {
+    /// The index's URI, named in every error about a count it gave.
+    pub source: String,
+    /// Samples per shard, in the order of the set's URIs.
+    pub counts: Vec<u64>,
+    /// Bytes per shard as the index recorded them (`filesize`), when it did:
+    /// a shard of another size has changed since the index was written.
+    pub sizes: Vec<Option<u64>>,
+}
+
 struct Shard {
     uri: String,
     identity: String,
+    /// The stored object's size (compressed, for gzip shards).
+    size: u64,
     count: u64,
     gz: bool,
     /// Mapped (local) shards are read where they are, never cached.
@@ -65,6 +89,29 @@ pub struct ShardSet {
     opts: ShardSetOptions,
     store: IndexStore,
     counters: Arc<Counters>,
+    /// The shard index the counts came from, when they came from one.
+    counted_by: Option<String>,
+}
+
+/// Runs `f` over `0..n` on up to `threads` threads and returns the results
+/// in order; the first error in that order wins, after every item ran (work
+/// done for the others is kept, e.g. a count in the index store).
+fn in_parallel<T: Send>(n: usize, threads: usize, f: impl Fn(usize) -> Result<T> + Sync) -> Result<Vec<T>> {
+    let next = AtomicUsize::new(0);
+    let out: Mutex<Vec<Option<Result<T>>>> = Mutex::new((0..n).map(|_| None).collect());
+    std::thread::scope(|s| {
+        for _ in 0..threads.clamp(1, n.max(1)) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= n {
+                    break;
+                }
+                let r = f(i);
+                out.lock().unwrap()[i] = Some(r);
+            });
+        }
+    });
+    out.into_inner().unwrap().into_iter().map(|r| r.expect("every item visited")).collect()
 }
 
 fn gz_by_name(uri: &str) -> bool {
@@ -73,43 +120,94 @@ fn gz_by_name(uri: &str) -> bool {
 }
 
 impl ShardSet {
-    /// Indexes `uris` (or loads their kept counts) and returns the set.
+    /// Counts `uris` (or loads their kept counts) and returns the set.
     /// `known[i]`, when given, is shard i's (size, etag) from a listing,
     /// which spares a `head` per shard; a shard without one is asked.
     pub fn open(uris: Vec<String>, known: Vec<Option<(u64, String)>>, opts: ShardSetOptions) -> Result<Arc<ShardSet>> {
+        Self::open_with(uris, known, None, opts, &|_, _| {})
+    }
+
+    /// [`ShardSet::open`], with counts from a shard index when `given`, and
+    /// `before_counting(shards, bytes)` called once, before any shard is
+    /// read, when some shards have neither a given nor a kept count and must
+    /// be read whole to be counted (`bytes`: their stored size, all told).
+    ///
+    /// Opening is in two passes: first every shard's identity (a listing's
+    /// or a `head`) and the counts that need no read, then, only for the
+    /// shards left, the member tables. So a caller can say what the second
+    /// pass will cost before it starts, and a set whose counts are all given
+    /// or kept fetches no shard at all.
+    pub fn open_with(
+        uris: Vec<String>,
+        known: Vec<Option<(u64, String)>>,
+        given: Option<GivenCounts>,
+        opts: ShardSetOptions,
+        before_counting: &(dyn Fn(usize, u64) + Sync),
+    ) -> Result<Arc<ShardSet>> {
         if uris.is_empty() {
             return Err(Error::invalid("a shard source needs at least one shard"));
         }
-        let store = IndexStore::new(&opts.index_dir);
-        let counters = Arc::new(Counters::default());
-        let work = Mutex::new(
-            uris.iter()
-                .cloned()
-                .enumerate()
-                .map(|(i, u)| (i, u, known.get(i).cloned().flatten()))
-                .collect::<VecDeque<_>>(),
-        );
-        let found: Mutex<Vec<Option<Result<Shard>>>> = Mutex::new((0..uris.len()).map(|_| None).collect());
+        if let Some(g) = &given {
+            if g.counts.len() != uris.len() || (!g.sizes.is_empty() && g.sizes.len() != uris.len()) {
+                return Err(Error::invalid(format!(
+                    "the shard index {} gives {} counts for {} shards",
+                    g.source,
+                    g.counts.len(),
+                    uris.len()
+                )));
+            }
+        }
+        let store = IndexStore::open(&opts.index_dir)?;
         let probe = ShardSet {
             shards: Vec::new(),
             base: Vec::new(),
             total: 0,
             opts: opts.clone(),
             store: store.clone(),
-            counters: counters.clone(),
+            counters: Arc::new(Counters::default()),
+            counted_by: given.as_ref().map(|g| g.source.clone()),
         };
-        std::thread::scope(|s| {
-            for _ in 0..opts.parallelism.clamp(1, uris.len()) {
-                s.spawn(|| loop {
-                    let Some((i, uri, known)) = work.lock().unwrap().pop_front() else { break };
-                    let r = probe.index_one(&uri, known);
-                    found.lock().unwrap()[i] = Some(r);
-                });
+        let threads = opts.parallelism;
+        // Pass 1: identities, and the counts that cost no shard read.
+        let found: Vec<(Shard, Option<u64>)> = in_parallel(uris.len(), threads, |i| {
+            let shard = probe.identify(&uris[i], known.get(i).cloned().flatten())?;
+            let kept = store.try_load_count(&shard.uri, opts.format, &shard.identity)?;
+            let Some(g) = &given else { return Ok((shard, kept)) };
+            let n = g.counts[i];
+            if let Some(Some(size)) = g.sizes.get(i) {
+                if *size != shard.size {
+                    return Err(Error::corrupt(
+                        &shard.uri,
+                        "shard",
+                        format!(
+                            "it is {} bytes, the shard index {} says {size} (filesize): the shard changed since the \
+                             index was written; write the index again (`python -m dataio index`)",
+                            shard.size, g.source
+                        ),
+                    ));
+                }
             }
-        });
-        let mut shards = Vec::with_capacity(uris.len());
-        for r in found.into_inner().unwrap() {
-            shards.push(r.expect("every shard visited")?);
+            // A count this host already took from the shard's own bytes
+            // outranks the index: a disagreement is caught here, free.
+            if let Some(k) = kept.filter(|&k| k != n) {
+                return Err(probe.disagrees(&shard.uri, k, n));
+            }
+            Ok((shard, Some(n)))
+        })?;
+        let (mut shards, counts): (Vec<Shard>, Vec<Option<u64>>) = found.into_iter().unzip();
+        // Pass 2: build the member tables of the shards left.
+        let todo: Vec<usize> = (0..shards.len()).filter(|&i| counts[i].is_none()).collect();
+        if !todo.is_empty() {
+            before_counting(todo.len(), todo.iter().map(|&i| shards[i].size).sum());
+        }
+        let built = in_parallel(todo.len(), threads, |j| probe.count_one(&shards[todo[j]]))?;
+        for (i, n) in counts.into_iter().enumerate() {
+            if let Some(n) = n {
+                shards[i].count = n;
+            }
+        }
+        for (&i, n) in todo.iter().zip(built) {
+            shards[i].count = n;
         }
         let mut base = Vec::with_capacity(shards.len());
         let mut total = 0u64;
@@ -117,7 +215,8 @@ impl ShardSet {
             base.push(total);
             total += s.count;
         }
-        Ok(Arc::new(ShardSet { shards, base, total, opts, store, counters }))
+        let ShardSet { counters, counted_by, .. } = probe;
+        Ok(Arc::new(ShardSet { shards, base, total, opts, store, counters, counted_by }))
     }
 
     fn meta(uri: &str) -> Result<(Arc<dyn Backend>, ObjectMeta)> {
@@ -126,29 +225,44 @@ impl ShardSet {
         Ok((b, meta))
     }
 
-    fn index_one(&self, uri: &str, known: Option<(u64, String)>) -> Result<Shard> {
+    /// A shard's identity and size (from `known`, or a `head`); count 0.
+    fn identify(&self, uri: &str, known: Option<(u64, String)>) -> Result<Shard> {
         let (b, _) = backend_for(uri)?;
-        let id = match known {
-            Some((size, etag)) => identity(size, Some(&etag), None),
+        let (size, id) = match known {
+            Some((size, etag)) => (size, identity(size, Some(&etag), None)),
             None => {
                 let meta = crate::host::pools::block_on(b.head(uri))?;
-                identity(meta.size, meta.etag.as_deref(), meta.mtime)
+                (meta.size, identity(meta.size, meta.etag.as_deref(), meta.mtime))
             }
         };
         let gz = self.opts.gunzip.unwrap_or_else(|| gz_by_name(uri));
         let mapped = b.capabilities().mapped;
-        let mut shard = Shard { uri: uri.to_string(), identity: id, count: 0, gz, mapped };
-        shard.count = match self.store.load_count(uri, self.opts.format, &shard.identity) {
-            Some(n) => n,
-            None => {
-                let payload = self.payload(&shard, &b)?;
-                let index =
-                    ShardIndex::build(uri, self.opts.format, shard.identity.clone(), &payload, self.opts.check_crc)?;
-                self.store.save(uri, &index)?;
-                index.len() as u64
-            }
-        };
-        Ok(shard)
+        Ok(Shard { uri: uri.to_string(), identity: id, size, count: 0, gz, mapped })
+    }
+
+    /// Counts a shard by building its member table from its whole payload
+    /// (through the cache when it is remote), and keeps the table.
+    fn count_one(&self, shard: &Shard) -> Result<u64> {
+        let (b, _) = backend_for(&shard.uri)?;
+        let payload = self.payload(shard, &b)?;
+        let index =
+            ShardIndex::build(&shard.uri, self.opts.format, shard.identity.clone(), &payload, self.opts.check_crc)?;
+        self.store.save(&shard.uri, &index)?;
+        Ok(index.len() as u64)
+    }
+
+    /// The error for a shard whose own bytes hold `actual` samples where
+    /// the shard index it was counted by says `said`.
+    fn disagrees(&self, uri: &str, actual: u64, said: u64) -> Error {
+        let index = self.counted_by.as_deref().unwrap_or("(none)");
+        Error::corrupt(
+            uri,
+            "shard",
+            format!(
+                "it holds {actual} samples, the shard index {index} says {said} (nsamples): the index is stale or \
+                 was written for other shards; write it again (`python -m dataio index`)"
+            ),
+        )
     }
 
     /// The shard's payload: mapped in place, from the cache, or fetched.
@@ -182,7 +296,7 @@ impl ShardSet {
                 format!("it changed since it was indexed ({} then, {now} now); open the source again", shard.identity),
             ));
         }
-        let index = self.store.load(&shard.uri, self.opts.format, &shard.identity);
+        let index = self.store.try_load(&shard.uri, self.opts.format, &shard.identity)?;
         let payload = self.payload(shard, &b)?;
         let index = match index {
             Some(i) => i,
@@ -198,6 +312,9 @@ impl ShardSet {
                 i
             }
         };
+        if index.payload_len == payload.len() as u64 && index.len() as u64 != shard.count && self.counted_by.is_some() {
+            return Err(self.disagrees(&shard.uri, index.len() as u64, shard.count));
+        }
         if index.payload_len != payload.len() as u64 || index.len() as u64 != shard.count {
             return Err(Error::corrupt(
                 &shard.uri,
@@ -228,6 +345,17 @@ impl ShardSet {
 
     pub fn counts(&self) -> Vec<u64> {
         self.shards.iter().map(|s| s.count).collect()
+    }
+
+    /// Stored bytes per shard (compressed, for gzip shards), as a listing or
+    /// a `head` gave them when the set opened.
+    pub fn sizes(&self) -> Vec<u64> {
+        self.shards.iter().map(|s| s.size).collect()
+    }
+
+    /// The shard index the counts came from, if any.
+    pub fn counted_by(&self) -> Option<&str> {
+        self.counted_by.as_deref()
     }
 
     pub fn layout(&self) -> Layout {
@@ -465,5 +593,155 @@ impl RecordSource for ShardSource {
                 fetching.lock().unwrap().remove(&s);
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::abi_backend::{AbiBackend, AbiBackendRef};
+    use crate::io::testing::MemExport;
+    use std::sync::atomic::AtomicUsize;
+
+    /// A remote-style store (no local path, so shards go through the
+    /// cache) under its own scheme, registered once for these tests.
+    fn store() -> Arc<dyn Backend> {
+        static B: std::sync::OnceLock<Arc<dyn Backend>> = std::sync::OnceLock::new();
+        B.get_or_init(|| {
+            let table = dataio_abi::export(MemExport::default());
+            // SAFETY: a fresh table from `export`, owned by the adapter from here on.
+            let b: Arc<dyn Backend> =
+                Arc::new(AbiBackendRef(Arc::new(unsafe { AbiBackend::from_raw(table) }.unwrap())));
+            crate::io::registry::register("shardsrctest", b.clone());
+            b
+        })
+        .clone()
+    }
+
+    /// Puts a tar shard of `n` samples at `uri`; returns its size.
+    fn put_shard(uri: &str, n: usize) -> u64 {
+        let mut t = tar::Builder::new(Vec::new());
+        for i in 0..n {
+            for (ext, data) in [("jpg", format!("J{i}")), ("cls", format!("{i}"))] {
+                let mut h = tar::Header::new_gnu();
+                h.set_size(data.len() as u64);
+                h.set_mode(0o644);
+                h.set_cksum();
+                t.append_data(&mut h, format!("s/{i:04}.{ext}"), data.as_bytes()).unwrap();
+            }
+        }
+        let data = t.into_inner().unwrap();
+        let size = data.len() as u64;
+        crate::host::pools::block_on(store().put(uri, Bytes::from(data))).unwrap();
+        size
+    }
+
+    fn options(dir: &std::path::Path) -> ShardSetOptions {
+        ShardSetOptions {
+            format: Format::Tar,
+            gunzip: None,
+            check_crc: true,
+            window: 16,
+            index_dir: dir.join("index"),
+            cache: Some(ShardCache::new(dir.join("cache"), 1 << 30).unwrap()),
+            parallelism: 4,
+        }
+    }
+
+    fn given(source: &str, counts: Vec<u64>, sizes: Vec<Option<u64>>) -> Option<GivenCounts> {
+        Some(GivenCounts { source: source.to_string(), counts, sizes })
+    }
+
+    #[test]
+    fn counts_from_an_index_open_without_reading_a_shard() {
+        let dir = tempfile::tempdir().unwrap();
+        let uris: Vec<String> = (0..3).map(|i| format!("shardsrctest://a/given-{i}.tar")).collect();
+        let sizes: Vec<Option<u64>> = [4, 0, 7].iter().zip(&uris).map(|(&n, u)| Some(put_shard(u, n))).collect();
+        let asked = AtomicUsize::new(0);
+        let note = |_: usize, _: u64| {
+            asked.fetch_add(1, Ordering::Relaxed);
+        };
+        let set = ShardSet::open_with(
+            uris.clone(),
+            vec![],
+            given("shardsrctest://a/index.json", vec![4, 0, 7], sizes),
+            options(dir.path()),
+            &note,
+        )
+        .unwrap();
+        assert_eq!((set.counts(), set.len(), asked.load(Ordering::Relaxed)), (vec![4, 0, 7], 11, 0));
+        assert_eq!(set.counter_values(), (0, 0, 0), "opening fetched a shard");
+        assert_eq!(set.opts.cache.as_ref().unwrap().stats.bytes_fetched.load(Ordering::Relaxed), 0);
+        // The member table is built when the shard is read, once.
+        let mut src = set.source(vec!["key".into(), "cls".into()]);
+        let recs = src.get(&[4, 10, 5]).unwrap();
+        let keys: Vec<&Value> = recs.iter().map(|r| &r.fields[0].1).collect();
+        assert_eq!(keys, [&Value::Str("s/0000".into()), &Value::Str("s/0006".into()), &Value::Str("s/0001".into())]);
+        let (opened, read, _) = set.counter_values();
+        assert_eq!((opened, read), (1, set.sizes()[2]));
+    }
+
+    #[test]
+    fn a_count_the_shard_does_not_hold_names_the_shard_and_the_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let uris: Vec<String> = (0..2).map(|i| format!("shardsrctest://b/wrong-{i}.tar")).collect();
+        for u in &uris {
+            put_shard(u, 5);
+        }
+        let set = ShardSet::open_with(
+            uris.clone(),
+            vec![],
+            given("shardsrctest://b/index.json", vec![5, 6], vec![]),
+            options(dir.path()),
+            &|_, _| {},
+        )
+        .unwrap();
+        let mut src = set.source(vec!["key".into()]);
+        assert!(src.get(&[0, 4]).is_ok());
+        let err = src.get(&[5]).unwrap_err();
+        assert!(matches!(err, Error::Corrupt { .. }), "{err:?}");
+        let msg = err.to_string();
+        for part in [uris[1].as_str(), "shardsrctest://b/index.json", "holds 5 samples", "says 6"] {
+            assert!(msg.contains(part), "{part:?} not in {msg}");
+        }
+        // The table read for that epoch is kept: the next open with the same
+        // index fails at once, before the epoch is planned on a wrong count.
+        let again = ShardSet::open_with(
+            uris.clone(),
+            vec![],
+            given("shardsrctest://b/index.json", vec![5, 6], vec![]),
+            options(dir.path()),
+            &|_, _| {},
+        );
+        let msg = again.err().expect("a kept count disagrees").to_string();
+        assert!(msg.contains("holds 5 samples") && msg.contains(&uris[1]), "{msg}");
+        // A size other than the index's: the shard changed since it was indexed.
+        let sizes = uris.iter().map(|_| Some(1)).collect();
+        let stale = ShardSet::open_with(
+            uris.clone(),
+            vec![],
+            given("shardsrctest://b/index.json", vec![5, 5], sizes),
+            options(dir.path()),
+            &|_, _| {},
+        );
+        let msg = stale.err().expect("sizes disagree").to_string();
+        assert!(msg.contains("filesize") && msg.contains("index.json"), "{msg}");
+    }
+
+    #[test]
+    fn counting_says_what_it_will_read_first_and_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let uris: Vec<String> = (0..3).map(|i| format!("shardsrctest://c/count-{i}.tar")).collect();
+        let total: u64 = [3, 2, 6].iter().zip(&uris).map(|(&n, u)| put_shard(u, n)).sum();
+        let said = Mutex::new(Vec::new());
+        let note = |n: usize, bytes: u64| said.lock().unwrap().push((n, bytes));
+        let set = ShardSet::open_with(uris.clone(), vec![], None, options(dir.path()), &note).unwrap();
+        assert_eq!(set.counts(), [3, 2, 6]);
+        assert_eq!(*said.lock().unwrap(), [(3, total)]);
+        assert_eq!(set.counter_values().1, total);
+        // A second open on this host counts nothing: the counts are kept.
+        said.lock().unwrap().clear();
+        let set = ShardSet::open_with(uris, vec![], None, options(dir.path()), &note).unwrap();
+        assert_eq!((set.counts(), said.lock().unwrap().len()), (vec![3, 2, 6], 0));
     }
 }
