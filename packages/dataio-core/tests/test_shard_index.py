@@ -22,10 +22,14 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from PIL import Image
 
 import dataio
 from dataio.__main__ import main as cli
+from dataio.errors import CorruptDataError, InvalidArgumentError
+from dataio.formats.shards import parse_shard_index
 
 wds = pytest.importorskip("webdataset", reason="webdataset is in the test group")
 memfs = pytest.importorskip("dataio_memfs", reason="the mem:// test plugin is installed with the tests")
@@ -317,3 +321,36 @@ def test_counting_warns_once_and_writes_an_index_back_when_asked(
     assert not dataio.exists(f"{ro}/shardindex.json")
     assert f"could not write the shard index {ro}/shardindex.json" in caplog.text
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+# -- the index parser on hostile bytes ------------------------------------------
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=12),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=20,
+)
+_entry = st.dictionaries(
+    st.sampled_from(["url", "nsamples", "filesize", "md5sum", "name"]),
+    st.none() | st.integers(-3, 10**12) | st.text(max_size=20) | st.booleans() | _json,
+    max_size=5,
+)
+_doc = st.fixed_dictionaries(
+    {"__kind__": st.sampled_from(["wids-shard-index-v1", "other", None]), "shardlist": st.lists(_entry | _json, max_size=5)},
+    optional={"base": st.text(max_size=12) | _json, "wids_version": st.integers(0, 2), "datasets": _json},
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(st.binary(max_size=200), _doc.map(lambda d: json.dumps(d).encode()), st.just(b"[" * 5000)))
+def test_a_damaged_index_is_a_typed_error_never_a_crash(data: bytes) -> None:
+    """Whatever the bytes, the parser returns an index whose shards all have
+    a URL and a count, or raises CorruptDataError / InvalidArgumentError."""
+    try:
+        got = parse_shard_index("s3://bucket/train/shardindex.json", data)
+    except (CorruptDataError, InvalidArgumentError) as e:
+        assert "shardindex.json" in str(e)
+        return
+    assert got.urls and len(got.urls) == len(got.counts) == len(got.sizes)
+    assert all(isinstance(n, int) and n >= 0 for n in got.counts)
+    assert all(u.startswith("s3://") or "://" in u or u.startswith("/") for u in got.urls), got.urls

@@ -251,8 +251,8 @@ def parse_shard_index(uri: str, data: bytes) -> ShardIndexFile:
     ``info``, ...) are accepted and ignored."""
     try:
         doc = json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise CorruptDataError(f"{uri}: the shard index is not JSON ({e})") from None
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+        raise CorruptDataError(f"{uri}: the shard index is not JSON ({type(e).__name__}: {e})") from None
     if not _is_wids(doc):
         kind = doc.get("__kind__") if isinstance(doc, dict) else type(doc).__name__
         raise InvalidArgumentError(
