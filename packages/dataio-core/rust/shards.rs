@@ -140,6 +140,12 @@ impl PyShardSet {
         d.set_item("shards_opened", opened)?;
         d.set_item("shards_prefetched", prefetched)?;
         d.set_item("store_bytes_read", read)?;
+        let (delivered, host) = self.inner.traffic();
+        d.set_item("delivered_bytes", delivered)?;
+        if let Some((added, served)) = host {
+            d.set_item("host_cache_bytes_added", added)?;
+            d.set_item("host_bytes_delivered", served)?;
+        }
         if let Some(c) = &self.inner.options().cache {
             let s = &c.stats;
             d.set_item("cache_hits", s.hits.load(Ordering::Relaxed))?;

@@ -35,7 +35,7 @@ N = SHARDS * PER_SHARD
 # a host share it), the store bytes that host read, and each rank's keys.
 HOST = r"""
 import json, sys, dataio, dataio_s3
-endpoint, key, secret, spec, index_dir, cache_dir, hosts, host, local, state, batches = sys.argv[1:12]
+endpoint, key, secret, spec, index_dir, cache_dir, hosts, host, local, state, batches, declared = sys.argv[1:13]
 dataio.configure_endpoint("s3", endpoint)
 dataio.configure_credentials("s3", access_key_id=key, secret_access_key=secret)
 hosts, host, local, batches = int(hosts), int(host), int(local), int(batches)
@@ -44,7 +44,7 @@ before = recs.stats()["store_bytes_read"]
 pipe = dataio.pipeline(dataio.slot("jpg").decode_image(mode="rgb"), dataio.batch(5))
 ranks = []
 for l in range(local):
-    shard = {"id": host * local + l, "of": hosts * local, "pad": True, "hosts": hosts}
+    shard = {"id": host * local + l, "of": hosts * local, "pad": True, "hosts": int(declared)}
     with pipe.bind(recs).run("numpy", seed=3, shard=shard) as loader:
         if state != "-":
             loader.load_state_dict(json.loads(state))
@@ -54,7 +54,9 @@ for l in range(local):
             keys.append([int(k) for k in b.keys])
             if batches and i + 1 == batches:
                 break
-        ranks.append({"keys": keys, "len": len(loader), "state": loader.state_dict()})
+        source = loader.stats()["source"]
+        ranks.append({"keys": keys, "len": len(loader), "state": loader.state_dict(),
+                      "ratio": source.get("host_fetch_to_delivery"), "report": str(loader.report())})
 print(json.dumps({"store_bytes": recs.stats()["store_bytes_read"] - before, "ranks": ranks}))
 """
 
@@ -89,13 +91,17 @@ def counted(s3: S3Server, dataset: dict[str, Any], tmp_path: Path) -> Path:
     return index_dir
 
 
-def run_hosts(s3: S3Server, dataset: dict[str, Any], tmp_path: Path, hosts: int, *, state: dict[str, Any] | None = None, batches: int = 0, tag: str = "") -> list[dict[str, Any]]:
+def run_hosts(
+    s3: S3Server, dataset: dict[str, Any], tmp_path: Path, hosts: int, *,
+    state: dict[str, Any] | None = None, batches: int = 0, tag: str = "", declared: int | None = None,
+) -> list[dict[str, Any]]:
     index_dir = tmp_path / "index"
 
     def one(h: int) -> dict[str, Any]:
         args = [
             s3.endpoint, ACCESS_KEY, SECRET_KEY, dataset["spec"], str(index_dir), str(tmp_path / f"cache{tag}-{hosts}-{h}"),
             str(hosts), str(h), "2", json.dumps(state) if state is not None else "-", str(batches),
+            str(hosts if declared is None else declared),
         ]
         p = subprocess.run([sys.executable, "-c", HOST, *args], capture_output=True, text=True, timeout=300, env=dict(os.environ))
         assert p.returncode == 0, p.stderr[-3000:]
@@ -115,6 +121,23 @@ def test_store_bytes_per_epoch_stay_at_the_dataset_for_any_host_count(s3: S3Serv
     keys = [k for r in ranks for b in r["keys"] for k in b]
     assert sorted(keys) == list(range(N)), "every sample once, ranks disjoint"
     assert len({len(r["keys"]) for r in ranks}) == 1 and all(len(r["keys"]) == r["len"] for r in ranks), "equal batch counts"
+    # What each host fetched against what its ranks delivered: about 1, and the report names no host.
+    for o in out:
+        ratio = o["ranks"][-1]["ratio"]
+        assert ratio is not None and 0.9 <= ratio <= 1.1, ratio
+        assert "fetched more than once" not in o["ranks"][-1]["report"]
+
+
+def test_the_report_names_a_host_that_fetches_every_shard(s3: S3Server, dataset: dict[str, Any], tmp_path: Path) -> None:
+    # Two hosts that do not say they are two (every rank on "one host"):
+    # each reads every shard, so each fetches the whole dataset.
+    counted(s3, dataset, tmp_path)
+    out = run_hosts(s3, dataset, tmp_path, 2, declared=1)
+    assert sum(o["store_bytes"] for o in out) >= 1.8 * dataset["bytes"]
+    for o in out:
+        last = o["ranks"][-1]
+        assert last["ratio"] > 1.5, last["ratio"]
+        assert f"host 0 fetched {last['ratio']:.2f}x" in last["report"], last["report"]
 
 
 def test_resume_and_elastic_resume_across_host_processes(s3: S3Server, dataset: dict[str, Any], tmp_path: Path) -> None:

@@ -26,6 +26,9 @@ from typing import Any
 
 __all__ = ["StatsReport", "describe_stats"]
 
+# A host that fetched more than this many times the shard bytes its ranks
+# delivered is named in the report's hints.
+HOST_FETCH_RATIO = 1.1
 # Thresholds of the verdict. The consumer is "waiting" when it spends more
 # than WAIT of the interval blocked in next(); then the stage nearest its
 # capacity is the limit if it uses at least LIMITING of it (not higher: on a
@@ -52,7 +55,9 @@ class StatsReport:
     #: one-line summary (the executor's ``stats()["slowest_worker"]``).
     slowest_worker: dict[str, Any] | None = None
     #: A shard source's counters (shards opened, the shard cache's hits,
-    #: misses, bytes fetched, evictions), since the source was opened.
+    #: misses, bytes fetched, evictions, and ``host_fetch_to_delivery``: what
+    #: this rank's host fetched over what its ranks delivered), since the
+    #: source was opened.
     shards: dict[str, Any] | None = None
     #: A mix (``dataio.mix``): the source whose records take longest to read,
     #: as ``{"source": s, "ms_per_record": ..., "records": n}``.
@@ -108,6 +113,8 @@ class StatsReport:
                     f"{s['cache_bytes_fetched'] / 1e6:,.1f} MB fetched, {s['cache_evictions']} evictions, "
                     f"{s['cache_bytes_used'] / 1e6:,.1f} of {s['cache_budget'] / 1e6:,.1f} MB used"
                 )
+            if "host_fetch_to_delivery" in s:
+                line += f"; host {s.get('host', 0)} fetched {s['host_fetch_to_delivery']:.2f}x what its ranks delivered"
             lines.append(line)
         lines += [f"  hint: {h}" for h in self.hints]
         return "\n".join(lines)
@@ -253,6 +260,13 @@ def describe_stats(
         hints.append(f"{ready} batches are ready now: the last moments of the interval were consumer-bound")
     slowest = after.get("slowest_worker")
     shards = after.get("source")
+    ratio = shards.get("host_fetch_to_delivery") if isinstance(shards, dict) else None
+    if ratio is not None and ratio > HOST_FETCH_RATIO:
+        hints.append(
+            f"host {shards.get('host', 0)} fetched {ratio:.2f}x the shard bytes its ranks delivered: its shards are "
+            "fetched more than once (a cache budget below the open windows evicts them before they are read through, "
+            "or the hosts are not named: shard={'hosts': N}, or torchrun's LOCAL_WORLD_SIZE)"
+        )
     slowest_source = _slowest_source(after.get("source_reads"), before.get("source_reads") if before else None)
     return StatsReport(
         dt, rates, per_record_ms, busy, queues, waiting_on, verdict, hints,

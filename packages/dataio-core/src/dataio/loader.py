@@ -626,11 +626,24 @@ class Loader:
         out = self._with_wait(self._run.stats()) if self._run is not None else dict(self._last_stats)
         source_stats = getattr(self._records, "_dataio_source_stats", None)
         if callable(source_stats):
-            out["source"] = source_stats()
+            out["source"] = self._with_host_traffic(source_stats())
         mixed = self._mix_progress()
         if mixed is not None:
             out["sources"] = mixed
         return out
+
+    def _with_host_traffic(self, source: dict[str, Any]) -> dict[str, Any]:
+        """Adds what this rank's host fetched against what its ranks
+        delivered (``host_fetch_to_delivery``: about 1 when each shard the
+        host reads is fetched once), both from counters its cache keeps for
+        every process of the host, since the source opened."""
+        added, delivered = source.get("host_cache_bytes_added"), source.get("host_bytes_delivered")
+        if added is None or not delivered:
+            return source
+        local = self._shard["of"] // self._shard.get("hosts", 1)
+        source["host"] = self._shard["id"] // local
+        source["host_fetch_to_delivery"] = added / delivered
+        return source
 
     def _with_wait(self, stats: dict[str, Any]) -> dict[str, Any]:
         # The native counter adds only the last poll slice of a long wait;

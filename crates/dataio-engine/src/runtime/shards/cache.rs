@@ -419,7 +419,62 @@ impl ShardCache {
         // in between finds the `.partial` path no longer names it.
         file.lock_shared().map_err(|e| io(path, e))?;
         self.stats.bytes_fetched.fetch_add(need, Ordering::Relaxed);
+        self.count_added(need);
         Ok(())
+    }
+
+    /// Adds `n` to the host-wide counter file `DIR/<name>` (every
+    /// process's additions, so a host's traffic can be told from one rank).
+    /// The caller holds `DIR/lock`; a counter that cannot be written only
+    /// loses the figure.
+    fn count_locked(&self, name: &str, n: u64) {
+        use std::os::unix::fs::FileExt;
+        let path = self.dir.join(name);
+        let Ok(f) = OpenOptions::new().read(true).write(true).create(true).truncate(false).mode(0o600).open(&path)
+        else {
+            return;
+        };
+        let mut buf = [0u8; 8];
+        let before = if f.read_exact_at(&mut buf, 0).is_ok() { u64::from_le_bytes(buf) } else { 0 };
+        let _ = f.write_all_at(&(before + n).to_le_bytes(), 0);
+    }
+
+    fn count_added(&self, n: u64) {
+        self.count_locked("added", n);
+    }
+
+    /// Adds `n` payload bytes delivered by one of the host's processes to
+    /// the host-wide counter (`DIR/delivered`), under `DIR/lock`.
+    pub fn count_delivered(&self, n: u64) {
+        let lock_path = self.dir.join("lock");
+        let Ok(lock) = OpenOptions::new().create(true).truncate(false).write(true).mode(0o600).open(&lock_path) else {
+            return;
+        };
+        if lock.lock().is_ok() {
+            self.count_locked("delivered", n);
+            let _ = lock.unlock();
+        }
+    }
+
+    fn counter(&self, name: &str) -> u64 {
+        use std::os::unix::fs::FileExt;
+        let mut buf = [0u8; 8];
+        match File::open(self.dir.join(name)) {
+            Ok(f) if f.read_exact_at(&mut buf, 0).is_ok() => u64::from_le_bytes(buf),
+            _ => 0,
+        }
+    }
+
+    /// Payload bytes added to this cache by every process of the host,
+    /// since the cache directory was made.
+    pub fn host_bytes_added(&self) -> u64 {
+        self.counter("added")
+    }
+
+    /// Payload bytes the host's processes reported delivered
+    /// ([`ShardCache::count_delivered`]), since the cache directory was made.
+    pub fn host_bytes_delivered(&self) -> u64 {
+        self.counter("delivered")
     }
 
     /// Evicts least recently used entries nobody reads until `need` more

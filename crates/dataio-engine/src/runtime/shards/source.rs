@@ -79,7 +79,19 @@ struct Counters {
     shards_opened: AtomicU64,
     bytes_read: AtomicU64,
     prefetched: AtomicU64,
+    /// Payload bytes of the records served, each its shard's payload over
+    /// its count (in thousandths of a byte): what the store traffic paid for.
+    delivered_milli: AtomicU64,
+    /// Of `delivered_milli`, what is not yet added to the host's counter.
+    unreported_milli: AtomicU64,
+    /// The host's cache counters (added, delivered) when the set opened.
+    host_added_at_open: AtomicU64,
+    host_delivered_at_open: AtomicU64,
 }
+
+/// Delivered bytes a process adds to its host's counter at a time (and
+/// whenever its figures are read).
+const REPORT_DELIVERED_EVERY: u64 = 4 << 20;
 
 /// The shards of one dataset, indexed.
 pub struct ShardSet {
@@ -216,6 +228,10 @@ impl ShardSet {
             total += s.count;
         }
         let ShardSet { counters, counted_by, .. } = probe;
+        if let Some(cache) = &opts.cache {
+            counters.host_added_at_open.store(cache.host_bytes_added(), Ordering::Relaxed);
+            counters.host_delivered_at_open.store(cache.host_bytes_delivered(), Ordering::Relaxed);
+        }
         Ok(Arc::new(ShardSet { shards, base, total, opts, store, counters, counted_by }))
     }
 
@@ -390,6 +406,40 @@ impl ShardSet {
         )
     }
 
+    /// Store traffic against delivery: (payload bytes of the records this
+    /// process served, each a share of its shard; and, with a cache, what
+    /// every process of the host added to the cache and served since this
+    /// set opened). The host's ratio is 1 when each shard it reads is
+    /// fetched once.
+    pub fn traffic(&self) -> (u64, Option<(u64, u64)>) {
+        let c = &self.counters;
+        self.report_delivered(0);
+        let delivered = c.delivered_milli.load(Ordering::Relaxed) / 1000;
+        let host = self.opts.cache.as_ref().map(|cache| {
+            (
+                cache.host_bytes_added().saturating_sub(c.host_added_at_open.load(Ordering::Relaxed)),
+                cache.host_bytes_delivered().saturating_sub(c.host_delivered_at_open.load(Ordering::Relaxed)),
+            )
+        });
+        (delivered, host)
+    }
+
+    /// Counts `milli` more delivered, and adds what is unreported to the
+    /// host's counter once it reaches [`REPORT_DELIVERED_EVERY`] (or now, for 0).
+    fn report_delivered(&self, milli: u64) {
+        let c = &self.counters;
+        c.delivered_milli.fetch_add(milli, Ordering::Relaxed);
+        let pending = c.unreported_milli.fetch_add(milli, Ordering::Relaxed) + milli;
+        if pending > 0 && (milli == 0 || pending / 1000 >= REPORT_DELIVERED_EVERY) {
+            if let Some(cache) = &self.opts.cache {
+                let taken = c.unreported_milli.swap(0, Ordering::Relaxed);
+                cache.count_delivered(taken / 1000);
+                // Keep the fraction of a byte for next time.
+                c.unreported_milli.fetch_add(taken % 1000, Ordering::Relaxed);
+            }
+        }
+    }
+
     /// A record source over the set that reads `fields`, keeping at most
     /// `max_open` shards open.
     pub fn source(self: &Arc<Self>, fields: Vec<String>) -> ShardSource {
@@ -532,6 +582,8 @@ impl RecordSource for ShardSource {
             current.insert(s);
             let open = &self.open[&s];
             out.push(make_record(&self.set.shards[s], open, k, Some(&self.fields))?);
+            let share = open.payload.len() as u64 * 1000 / self.set.shards[s].count.max(1);
+            self.set.report_delivered(share);
         }
         if !self.upcoming.is_empty() {
             let keep: Vec<usize> =
