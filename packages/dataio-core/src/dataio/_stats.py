@@ -261,7 +261,7 @@ def describe_stats(
     slowest = after.get("slowest_worker")
     shards = after.get("source")
     ratio = shards.get("host_fetch_to_delivery") if isinstance(shards, dict) else None
-    if ratio is not None and ratio > HOST_FETCH_RATIO:
+    if isinstance(shards, dict) and ratio is not None and ratio > HOST_FETCH_RATIO:
         hints.append(
             f"host {shards.get('host', 0)} fetched {ratio:.2f}x the shard bytes its ranks delivered: its shards are "
             "fetched more than once (a cache budget below the open windows evicts them before they are read through, "
