@@ -17,12 +17,24 @@ from .capabilities import format_report, report
 
 
 def _report(args: argparse.Namespace) -> int:
+    from ._plugins import host
+
     r = report()
+    # What is wrong with installed plugins (two claiming a scheme, a misspelled
+    # hook, a wrong entry-point group): the others loaded, these say why not all.
+    problems = host.problems()
     if args.json:
+        r["plugin_problems"] = [
+            {"kind": p.kind, "plugin": p.plugin, "package": p.package, "version": p.version, "message": p.message} for p in problems
+        ]
         json.dump(r, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
         print(format_report(r))
+        if problems:
+            print("\nplugin problems (the other plugins loaded; see docs/plugins.md):")
+            for p in problems:
+                print(f"  {p.kind}: {p}")
     return 0
 
 

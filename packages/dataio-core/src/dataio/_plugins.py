@@ -10,15 +10,28 @@ never imports a plugin by name. Environment variables:
   names to skip (``all`` skips every third-party plugin).
 * ``DATAIO_TRACE_PLUGINS=1`` — log plugin loading and every hook call (with
   the plugin it was made for) to stderr.
+
+One plugin's mistake never disables the others: a plugin that fails to
+import, or whose hook raises, is reported as failed and the others load; a
+name two plugins register is served by neither, and using it raises a
+:class:`PluginError` naming both. What is wrong with an installed plugin
+that loads (a hook name dataio does not know, a hook function without
+``@hookimpl``, a module that implements no hook, an entry point in a group
+that is not ``dataio``) is a :class:`PluginProblem`: warned about at load
+(:class:`PluginWarning`), traced, shown by ``python -m dataio``, and named
+by the error of a scheme or op nothing serves.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import importlib.metadata
 import os
+import re
 import sys
 import threading
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, TypeVar
 
@@ -28,7 +41,77 @@ from . import hookspecs
 from .errors import DataioError, PluginError, UnsupportedSchemeError
 
 BUILTIN = "dataio.builtin"
+_NEITHER = "; until then neither serves it"
 V = TypeVar("V")
+
+#: The hooks of :mod:`dataio.hookspecs`, by name.
+HOOK_NAMES: tuple[str, ...] = tuple(n for n in hookspecs.__all__ if n.startswith("dataio_register_"))
+
+
+#: What a :class:`PluginProblem` is about.
+PROBLEM_KINDS: tuple[str, ...] = (
+    "unknown hook",  # a @hookimpl whose name is no dataio hook (misspelled)
+    "missing hookimpl",  # a hook-named function without @dataio.hookimpl
+    "no hook",  # a module under the dataio group that implements no hook
+    "hook failed",  # a hook raised while plugins loaded: the plugin is failed
+    "conflict",  # a name another plugin registers too (or one of the core's)
+    "entry-point group",  # an entry point in a group that looks like dataio's but is not
+    "duplicate entry point",  # two distributions publish the same entry-point name
+)
+
+
+#: The kinds of problem that also go into the plugin's detail (the others are
+#: about another distribution's entry point, or set the detail themselves).
+_DETAIL_KINDS = frozenset({"unknown hook", "missing hookimpl", "no hook", "conflict"})
+
+
+class PluginWarning(UserWarning):
+    """An installed plugin has a problem that makes dataio ignore some or all
+    of it (see :class:`PluginProblem`); warned once, when plugins load."""
+
+
+@dataclasses.dataclass(frozen=True)
+class PluginProblem:
+    """Something wrong with an installed plugin that does not stop the others
+    from loading: a hook name dataio does not know, a hook function without
+    ``@dataio.hookimpl``, a module that implements no hook, a hook that
+    raised, a name another plugin registers too, or an entry point in a group
+    that is not ``dataio``. ``plugin`` is the entry-point name; ``kind`` one
+    of :data:`PROBLEM_KINDS`."""
+
+    kind: str
+    plugin: str
+    package: str | None
+    version: str | None
+    message: str
+
+    @property
+    def label(self) -> str:
+        return _label(self.plugin, self.package, self.version)
+
+    def __str__(self) -> str:
+        return f"{self.label}: {self.message}"
+
+
+def _label(plugin: str, package: str | None, version: str | None) -> str:
+    """``'kv' (dataio-kv 0.1)``: a plugin with its distribution."""
+    dist = " ".join(x for x in (package, version) if x)
+    return f"{plugin!r} ({dist})" if dist else repr(plugin)
+
+
+def _nearest_hook(name: str) -> str:
+    """`` (did you mean dataio_register_backends?)`` or ``""``."""
+    close = difflib.get_close_matches(name, HOOK_NAMES, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+def _looks_like_our_group(group: str) -> bool:
+    """An entry-point group that is not ``dataio`` but probably meant it
+    (``dataio.plugins``, ``dataio_backends``, ``Dataio``, ``data-io``)."""
+    if group == hookspecs.PROJECT:
+        return False
+    flat = re.sub(r"[-_.\s]", "", group.lower())
+    return flat.startswith(hookspecs.PROJECT) or difflib.SequenceMatcher(None, flat, hookspecs.PROJECT).ratio() >= 0.8
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,6 +203,12 @@ class PluginHost:
         self._namespaces: dict[str, Registration[Callable[[], object]]] = {}
         self._namespace_objects: dict[str, object] = {}
         self._executors: dict[str, Registration[Callable[[], Any]]] = {}
+        self._problems: list[PluginProblem] = []
+        #: (what, name) -> the plugins that registered it, when more than one did
+        self._conflicts: dict[tuple[str, str], list[str]] = {}
+        self._collecting = False  # while plugins load: a conflict is recorded, not raised
+        self._trace: Callable[..., None] = lambda *args: None
+        self._pending_warnings: list[PluginProblem] = []
 
     # -- loading ----------------------------------------------------------
 
@@ -127,6 +216,7 @@ class PluginHost:
         with self._lock:
             if self._pm is None:
                 self._pm = self._load()
+                self._warn()
             return self._pm
 
     def _load(self) -> pluggy.PluginManager:
@@ -135,16 +225,26 @@ class PluginHost:
         if os.environ.get("DATAIO_TRACE_PLUGINS"):
             pm.trace.root.setwriter(sys.stderr.write)
             pm.enable_tracing()
-        trace = pm.trace.root.get("plugins")  # writes only when tracing is on
+        trace = self._trace = pm.trace.root.get("plugins")  # writes only when tracing is on
         from . import _builtin
 
         pm.register(_builtin, name=BUILTIN)
         self._plugins[BUILTIN] = PluginInfo(BUILTIN, "dataio", _builtin.VERSION, "loaded")
         disabled = _disabled_names()
-        for ep in sorted(importlib.metadata.entry_points(group=hookspecs.PROJECT), key=lambda e: e.name):
+        everything = importlib.metadata.entry_points()  # every group, read once
+        for ep in sorted(everything.select(group=hookspecs.PROJECT), key=lambda e: e.name):
             dist = ep.dist.name if ep.dist is not None else None
             version = ep.dist.version if ep.dist is not None else None
             if ep.name in self._plugins:
+                first = self._plugins[ep.name]
+                self._problem(
+                    "duplicate entry point",
+                    ep.name,
+                    dist,
+                    version,
+                    f"its entry point {ep.name} = {ep.value} is not loaded: {_label(first.name, first.package, first.version)} "
+                    f"publishes an entry point of the same name in the {hookspecs.PROJECT!r} group; rename one",
+                )
                 continue
             if "all" in disabled or ep.name in disabled or (dist and dist in disabled):
                 pm.set_blocked(ep.name)
@@ -160,37 +260,185 @@ class PluginHost:
                 continue
             self._plugins[ep.name] = PluginInfo(ep.name, dist, version, "loaded")
             trace("loaded", ep.name, f"from {dist} {version}")
-        self._collect(pm)
+            self._check_hooks(pm, plugin, ep)
+        lookalikes = [ep for group in sorted(everything.groups) if _looks_like_our_group(group) for ep in everything.select(group=group)]
+        for ep in lookalikes:
+            dist = ep.dist.name if ep.dist is not None else None
+            version = ep.dist.version if ep.dist is not None else None
+            self._problem(
+                "entry-point group",
+                ep.name,
+                dist,
+                version,
+                f"the entry point {ep.name} = {ep.value} is in the group {ep.group!r}, which dataio does not read: "
+                f"dataio loads plugins from the group {hookspecs.PROJECT!r} ([project.entry-points.{hookspecs.PROJECT}] in pyproject.toml)",
+                warn=False,
+            )
+        self._collecting = True
+        try:
+            self._collect(pm)
+        finally:
+            self._collecting = False
         return pm
 
+    def _check_hooks(self, pm: pluggy.PluginManager, plugin: object, ep: importlib.metadata.EntryPoint) -> None:
+        """Records what dataio would otherwise ignore silently in a plugin that
+        loaded: hook implementations dataio has no hook for (a misspelled
+        name), hook-named functions without ``@dataio.hookimpl``, and a
+        module that implements no hook at all."""
+        name = ep.name
+        implemented = [caller.name for caller in pm.get_hookcallers(plugin) or []]
+        where = f"{ep.value}"
+        for hook in implemented:
+            if hook not in HOOK_NAMES:
+                self._problem_of("unknown hook", name, f"{where} implements {hook}, which is not a dataio hook{_nearest_hook(hook)}; dataio never calls it")
+        for attr in sorted(dir(plugin)):
+            if not attr.startswith("dataio_") or attr in implemented:
+                continue
+            if attr not in HOOK_NAMES and not attr.startswith("dataio_register") and not _nearest_hook(attr):
+                continue
+            try:
+                value = getattr(plugin, attr)
+            except Exception:  # noqa: BLE001 - an attribute that cannot be read is not a hook
+                continue
+            if callable(value):
+                hint = "" if attr in HOOK_NAMES else _nearest_hook(attr)
+                self._problem_of("missing hookimpl", name, f"{where} defines {attr} without @dataio.hookimpl{hint}, so dataio never calls it")
+        if not any(hook in HOOK_NAMES for hook in implemented):
+            self._problem_of(
+                "no hook",
+                name,
+                f"{where}, registered under the {hookspecs.PROJECT!r} entry-point group, implements no dataio hook "
+                f"(a function named {HOOK_NAMES[0]}, ..., marked @dataio.hookimpl): it registers nothing",
+            )
+
+    def _problem(self, kind: str, plugin: str, package: str | None, version: str | None, message: str, *, warn: bool = True) -> None:
+        """Records a problem (traced now, warned once plugins have loaded) and,
+        for a plugin that was loaded, adds it to the plugin's detail."""
+        problem = PluginProblem(kind, plugin, package, version, message)
+        if problem in self._problems:
+            return
+        self._problems.append(problem)
+        self._trace("problem", str(problem))
+        info = self._plugins.get(plugin)
+        if info is not None and kind in _DETAIL_KINDS and message not in info.detail:
+            detail = f"{info.detail}; {message}" if info.detail else message
+            self._plugins[plugin] = dataclasses.replace(info, detail=detail)
+        if warn:
+            self._pending_warnings.append(problem)
+
+    def _problem_of(self, kind: str, plugin: str, message: str, *, warn: bool = True) -> None:
+        info = self._plugins.get(plugin)
+        self._problem(kind, plugin, info.package if info else None, info.version if info else None, message, warn=warn)
+
+    def _warn(self) -> None:
+        pending, self._pending_warnings = self._pending_warnings, []
+        for problem in pending:
+            warnings.warn(f"dataio plugin {problem}", PluginWarning, stacklevel=4)
+
     def _collect(self, pm: pluggy.PluginManager) -> None:
-        self._call_each(pm, "dataio_register_backends", self._backend_registrar)
-        self._call_each(pm, "dataio_register_ops", self._op_registrar)
-        self._call_each(pm, "dataio_register_device_readers", self._device_reader_registrar)
-        self._call_each(pm, "dataio_register_namespaces", self._namespace_registrar)
-        self._call_each(pm, "dataio_register_executors", self._executor_registrar)
+        on_error = self._hook_failed
+        self._call_each(pm, "dataio_register_backends", self._backend_registrar, on_error)
+        self._call_each(pm, "dataio_register_ops", self._op_registrar, on_error)
+        self._call_each(pm, "dataio_register_device_readers", self._device_reader_registrar, on_error)
+        self._call_each(pm, "dataio_register_namespaces", self._namespace_registrar, on_error)
+        self._call_each(pm, "dataio_register_executors", self._executor_registrar, on_error)
 
     @staticmethod
-    def _call_each(pm: pluggy.PluginManager, hook_name: str, registrar: Callable[[str], Callable[..., None]]) -> None:
+    def _call_each(
+        pm: pluggy.PluginManager,
+        hook_name: str,
+        registrar: Callable[[str], Callable[..., None]],
+        on_error: Callable[[pluggy.PluginManager, str, str, Exception], None],
+    ) -> None:
         """Calls ``hook_name`` once per implementing plugin, each with a
         ``register`` bound to that plugin (so a duplicate names both plugins).
         The calls go through pluggy's hook caller for a one-plugin subset, so
-        tracing and any other hook-call monitoring see them."""
+        tracing and any other hook-call monitoring see them. A plugin whose
+        hook raises goes to ``on_error``; the other plugins are called."""
         impls = getattr(pm.hook, hook_name).get_hookimpls()
         for impl in impls:
+            if pm.get_plugin(impl.plugin_name) is None:
+                continue  # failed in an earlier hook
             others = [other.plugin for other in impls if other is not impl]
-            pm.subset_hook_caller(hook_name, remove_plugins=others)(register=registrar(impl.plugin_name))
+            try:
+                pm.subset_hook_caller(hook_name, remove_plugins=others)(register=registrar(impl.plugin_name))
+            except Exception as exc:  # noqa: BLE001 - one plugin's mistake must not disable the others
+                on_error(pm, impl.plugin_name, hook_name, exc)
 
-    @staticmethod
-    def _claim(table: dict[str, R], what: str, key: str, registration: R) -> None:
-        """One rule for every kind of name: a name belongs to one plugin."""
+    def _hook_failed(self, pm: pluggy.PluginManager, plugin: str, hook_name: str, exc: Exception) -> None:
+        """A plugin's hook raised while plugins load: the plugin is failed,
+        everything it registered is dropped, and the others go on."""
+        reason = f"{hook_name} raised {type(exc).__name__}: {exc}"
+        if plugin == BUILTIN:
+            raise exc  # the core's own registrations are not optional
+        for table in (self._backends, self._ops, self._device_readers, self._namespaces, self._executors):
+            for key in [k for k, reg in table.items() if reg.plugin == plugin]:
+                del table[key]
+        pm.unregister(name=plugin)
+        info = self._plugins.get(plugin)
+        if info is not None:
+            self._plugins[plugin] = dataclasses.replace(info, status="failed", detail=reason)
+        self._trace("failed", plugin, f"({reason})")
+        self._problem_of("hook failed", plugin, reason)
+
+    def _who(self, plugin: str) -> str:
+        info = self._plugins.get(plugin)
+        return _label(plugin, info.package, info.version) if info is not None else repr(plugin)
+
+    def _conflict_message(self, what: str, key: str, plugins: list[str]) -> str:
+        names = " and ".join(self._who(p) for p in plugins) if len(plugins) == 2 else ", ".join(self._who(p) for p in plugins)
+        count = "two" if len(plugins) == 2 else str(len(plugins))
+        blockable = [p for p in plugins if p in self._plugins and p != BUILTIN]
+        block = f"={blockable[-1]}" if blockable else ""
+        return f"{what} {key!r} is registered by {count} plugins: {names}; uninstall one or block it with DATAIO_DISABLE_PLUGINS{block}"
+
+    def conflict(self, what: str, key: str) -> str | None:
+        """The error message for ``what`` ``key`` (``"scheme", "kv"``) when
+        several plugins registered it (so that none serves it), or None."""
+        self.manager()
+        plugins = self._conflicts.get((what, key))
+        if plugins is None:
+            return None
+        return self._conflict_message(what, key, plugins) + _NEITHER
+
+    def _raise_conflict(self, what: str, key: str) -> None:
+        message = self.conflict(what, key)
+        if message is not None:
+            raise PluginError(message)
+
+    def _claim(self, table: dict[str, R], what: str, key: str, registration: R) -> None:
+        """One rule for every kind of name: a name belongs to one plugin.
+
+        After plugins have loaded, registering a name another plugin holds
+        raises. While they load, a name two plugins register is recorded as a
+        conflict and served by neither (using it raises, naming both), and
+        the plugins' other names stay; a plugin that registers one of the
+        core's own names is ignored for that name."""
+        claimants = self._conflicts.get((what, key))
+        if claimants is not None:
+            if registration.plugin not in claimants:
+                claimants.append(registration.plugin)
+            if not self._collecting:
+                raise PluginError(self._conflict_message(what, key, claimants))
+            self._problem_of("conflict", registration.plugin, self._conflict_message(what, key, claimants) + _NEITHER)
+            return
         prior = table.get(key)
-        if prior is not None and prior.plugin != registration.plugin:
-            raise PluginError(
-                f"{what} {key!r} is registered by two plugins: {prior.plugin!r} and {registration.plugin!r}; "
-                f"uninstall one or block it with DATAIO_DISABLE_PLUGINS"
-            )
-        table[key] = registration
+        if prior is None or prior.plugin == registration.plugin:
+            table[key] = registration
+            return
+        message = self._conflict_message(what, key, [prior.plugin, registration.plugin])
+        if not self._collecting:
+            raise PluginError(message)
+        if BUILTIN in (prior.plugin, registration.plugin):
+            other = registration if prior.plugin == BUILTIN else prior
+            table[key] = prior if prior.plugin == BUILTIN else registration
+            self._problem_of("conflict", other.plugin, f"registers the {what} {key!r}, which dataio itself provides; dataio's is kept")
+            return
+        del table[key]
+        self._conflicts[(what, key)] = [prior.plugin, registration.plugin]
+        self._problem_of("conflict", prior.plugin, message + _NEITHER, warn=False)
+        self._problem_of("conflict", registration.plugin, message + _NEITHER)  # one warning per conflict
 
     def _backend_registrar(self, plugin: str) -> hookspecs.BackendRegistrar:
         def register(scheme: str, factory: Callable[[], object], *, description: str = "") -> None:
@@ -269,8 +517,18 @@ class PluginHost:
         return dict(self._ops)
 
     def op(self, name: str) -> OpSpec | None:
+        """The op registered as ``name``, or None; raises :class:`PluginError`
+        when several plugins registered it."""
         self.manager()
-        return self._ops.get(name)
+        spec = self._ops.get(name)
+        if spec is None:
+            self._raise_conflict("op", name)
+        return spec
+
+    def problems(self) -> list[PluginProblem]:
+        """What is wrong with installed plugins (see :class:`PluginProblem`)."""
+        self.manager()
+        return list(self._problems)
 
     def device_readers(self) -> dict[str, Registration[hookspecs.DeviceReader]]:
         self.manager()
@@ -280,6 +538,8 @@ class PluginHost:
         """The reader a plugin registered for ``device_type`` (``"cuda"``), or None."""
         self.manager()
         reg = self._device_readers.get(device_type)
+        if reg is None:
+            self._raise_conflict("device reader", device_type)
         return reg.value if reg is not None else None
 
     def namespaces(self) -> dict[str, Registration[Callable[[], object]]]:
@@ -291,6 +551,7 @@ class PluginHost:
         when no plugin registered the name (see :meth:`failed_note` for why)."""
         reg = self.namespaces().get(name)
         if reg is None:
+            self._raise_conflict("namespace", name)
             return None
         with self._lock:
             if name not in self._namespace_objects:
@@ -310,16 +571,24 @@ class PluginHost:
         """The factory a plugin registered for ``run(executor=name)``, or None."""
         self.manager()
         reg = self._executors.get(name)
+        if reg is None:
+            self._raise_conflict("executor", name)
         return reg.value if reg is not None else None
 
     def failed_note(self) -> str:
-        """``"; these plugins failed to load and may provide it: ..."`` or ``""``:
-        the tail of a message about something no loaded plugin registered."""
+        """``"; these plugins failed to load and may provide it: ..."`` (and
+        the problems of plugins that loaded, which may be why) or ``""``: the
+        tail of a message about something no loaded plugin registered."""
         self.manager()
+        note = ""
         failed = [p for p in self._plugins.values() if p.status == "failed"]
-        if not failed:
-            return ""
-        return "; these plugins failed to load and may provide it: " + ", ".join(f"{p.name} ({p.detail})" for p in failed)
+        if failed:
+            note += "; these plugins failed to load and may provide it: " + ", ".join(f"{p.name} ({p.detail})" for p in failed)
+        failed_names = {p.name for p in failed}
+        others = [p for p in self._problems if p.plugin not in failed_names and p.kind != "conflict"]
+        if others:
+            note += "; installed plugins with problems, which may be why: " + "; ".join(map(str, others))
+        return note
 
     def capability_rows(self) -> list[tuple[str, str, Mapping[str, Any]]]:
         pm = self.manager()
@@ -335,13 +604,19 @@ class PluginHost:
 
             return _Registrar(f"<capability registrar of plugin {plugin!r}>", register)
 
-        self._call_each(pm, "dataio_register_capabilities", registrar)
+        def on_error(_pm: pluggy.PluginManager, plugin: str, hook_name: str, exc: Exception) -> None:
+            info = self._plugins.get(plugin)
+            detail = f"{hook_name} raised {type(exc).__name__}: {exc}"
+            rows.append((plugin, info.package if info and info.package else plugin, {"status": "error", "detail": detail}))
+
+        self._call_each(pm, "dataio_register_capabilities", registrar, on_error)
         return rows
 
     def resolve_scheme(self, scheme: str) -> object | None:
         """Creates the backend for ``scheme`` (called by the native registry on a miss)."""
         reg = self.backends().get(scheme)
         if reg is None:
+            self._raise_conflict("scheme", scheme)
             note = self.failed_note()
             if note:
                 raise UnsupportedSchemeError(f"no backend for scheme {scheme!r}{note}")
@@ -363,6 +638,9 @@ class PluginHost:
             for scheme in list(self._backends):
                 _native.unregister_backend(scheme)
             self._pm = None
+            self._problems.clear()
+            self._conflicts.clear()
+            self._pending_warnings.clear()
             for table in (
                 self._plugins,
                 self._backends,

@@ -21,12 +21,14 @@ from types import ModuleType
 from typing import Any
 
 from . import _native
-from ._plugins import BackendRegistration, OpSpec, PluginInfo, Registration, host
+from ._plugins import BackendRegistration, OpSpec, PluginInfo, PluginProblem, PluginWarning, Registration, host
 from .config import SchemeSettings, get_settings
 from .hookspecs import BackendRegistrar, CapabilityRegistrar, hookimpl
 
 __all__ = [
     "PluginInfo",
+    "PluginProblem",
+    "PluginWarning",
     "BackendRegistration",
     "OpSpec",
     "Registration",
@@ -35,6 +37,7 @@ __all__ = [
     "ObjectStorePlugin",
     "CredentialRefresh",
     "list_plugins",
+    "list_problems",
     "list_backends",
     "list_ops",
     "list_device_readers",
@@ -51,6 +54,15 @@ RUNTIME = "<runtime>"
 def list_plugins() -> list[PluginInfo]:
     """Every plugin seen: loaded, failed (with the reason) or disabled."""
     return host.plugins()
+
+
+def list_problems() -> list[PluginProblem]:
+    """What is wrong with installed plugins that dataio would otherwise ignore:
+    names two plugins register (served by neither), hook names dataio does
+    not know, hook functions without ``@dataio.hookimpl``, modules that
+    implement no hook, hooks that raised, entry points in a group that is
+    not ``dataio``. ``python -m dataio`` lists them too."""
+    return host.problems()
 
 
 def list_backends() -> dict[str, BackendRegistration]:
