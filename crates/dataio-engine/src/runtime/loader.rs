@@ -649,6 +649,11 @@ fn process_row(
                 }
                 builder.put_tensor(si, row, t)
             }
+            // A plugin op that failed named itself (slot::plugin_op_failed);
+            // any other error names its op (Error::Decode) or the decoder's.
+            Err(Error::Row { context, source }) => {
+                return Err(Error::Row { context: Box::new(ctx(&context.op, uri)), source });
+            }
             Err(e) => {
                 let op = match &e {
                     Error::Decode { op, .. } => op.clone(),

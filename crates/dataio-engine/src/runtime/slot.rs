@@ -2,7 +2,7 @@
 //! generic tensor steps), and the write into the batch buffer.
 
 use super::record::{Record, Value};
-use crate::base::error::{Error, Result};
+use crate::base::error::{Error, Result, RowContext};
 use crate::base::rng::{key, Stream};
 use crate::base::tensor::{read_scalar, write_scalar, AlignedBuf, DType, Tensor};
 use crate::kernels::image::finish::Finish;
@@ -387,10 +387,17 @@ fn run_image(
             let staged =
                 emit(&finish, &out, resolved.geo.hflip, resolved.geo.vflip, Dest { row: None, expect_shape: None })?;
             let SlotOut::Tensor(t) = staged else { unreachable!("no row was given") };
-            let t = ext.transform(&name, t, &params)?;
+            let t = ext.transform(&name, t, &params).map_err(|e| plugin_op_failed(&name, e))?;
             finish_tensor(t, &resolved.rest, key, record, external, dest)
         }
     }
+}
+
+/// A plugin op's failure, tagged with the op's name: the loader fills in the
+/// rest of the row context (record, slot, URI) and keeps this op, where it
+/// would otherwise name the slot's decoder.
+fn plugin_op_failed(name: &str, e: Error) -> Error {
+    e.in_row(RowContext { op: name.to_string(), ..Default::default() })
 }
 
 /// Steps after a plugin op: a uint8 HWC result re-enters the fused image
@@ -431,7 +438,7 @@ fn finish_tensor(
             Step::Cast { dtype } => cast(&t, *dtype),
             Step::External { name, params } => {
                 let ext = external.ok_or_else(|| Error::invalid(format!("op {name} needs its plugin")))?;
-                ext.transform(name, t, params)?
+                ext.transform(name, t, params).map_err(|e| plugin_op_failed(name, e))?
             }
             other => return Err(Error::invalid(format!("{} needs a uint8 HWC image input", other.name()))),
         };
@@ -549,7 +556,7 @@ fn run_slot_unguarded(
         }
         (Decoder::External { name, params }, SlotInput::Data(data)) => {
             let ext = external.ok_or_else(|| Error::invalid(format!("decoder {name} needs its plugin")))?;
-            let t = ext.decode(name, &data, params)?;
+            let t = ext.decode(name, &data, params).map_err(|e| plugin_op_failed(name, e))?;
             finish_tensor(t, &slot.steps, key, record, external, dest)
         }
         (d, SlotInput::Scalar(v)) => {
