@@ -74,7 +74,10 @@ with the ImageNet mean/std to float32 CHW, batches of ``--batch``):
   ``slot("jpg").decode_image(mode="rgb").resize_short(160).center_crop(h=128,
   w=128).normalize("imagenet")``, ``slot("cls").decode_bytes()``,
   ``batch(--batch)``, ``run("torch", seed=0)``; its CPU pool has every usable
-  core. The headline row.
+  core. The headline row (the default ``shuffle_spread``, 2).
+* ``dataio-spread1`` — ``dataio`` with ``shuffle_spread=1``: shards read one
+  after another, the order of versions before the spread (each window holds
+  the few consecutive shards it spans).
 * ``dataio-wide`` — the same with ``shuffle_window=--wide-window`` (dataio's
   default window, 8192).
 * ``dataio-full-decode`` — ``dataio`` with ``decode_image(...,
@@ -208,7 +211,7 @@ SIDE = (200, 500)  # each side of a stored image, px
 SHORT, CROP = 160, 128
 DATA_VERSION = 1
 PEER_FORMAT_VERSION = 1
-CANDIDATES = ("storage", "dataio", "dataio-wide", "dataio-full-decode", "webdataset", "streaming", "litdata")
+CANDIDATES = ("storage", "dataio", "dataio-spread1", "dataio-wide", "dataio-full-decode", "webdataset", "streaming", "litdata")
 SOURCES = ("astronaut", "coffee", "chelsea", "rocket")
 # The remote store: nginx serving the dataset folder as this bucket; the keys
 # are dummies (nginx checks no signature), the clients sign with them anyway.
@@ -563,13 +566,17 @@ def _dataio_epoch(loader: Any) -> Batches:
         yield list(batch.keys), batch["jpg"], _dataio_labels(batch["cls"])
 
 
-def dataio_epochs(cfg: Config, tag: str, window: int, seed: int | None, dct_scaling: bool = True) -> Iterator[Batches]:
+def dataio_epochs(
+    cfg: Config, tag: str, window: int, seed: int | None, dct_scaling: bool = True, spread: int | None = None
+) -> Iterator[Batches]:
     import dataio
 
     base = cfg.work / tag
     kw: dict[str, Any] = {"index_dir": str(base / "index")}
     if cfg.store.remote:
         kw["cache_dir"] = str(base / "cache")
+    if spread is not None:
+        kw["shuffle_spread"] = spread
     recs = dataio.tar_records(cfg.store.dataio_pattern(), shuffle_window=window, **kw)
     pipe = dataio.pipeline(
         dataio.slot("jpg").decode_image(mode="rgb", dct_scaling=dct_scaling)
@@ -1405,6 +1412,9 @@ def main(argv: list[str] | None = None) -> int:
                        lambda r: dataio_epochs(cfg, "storage", cfg.window, None), clear("storage")),
         "dataio": Row("dataio", f"dataio, shuffle_window={cfg.window}, seed={seed}",
                       lambda r: dataio_epochs(cfg, "dataio", cfg.window, seed), clear("dataio")),
+        "dataio-spread1": Row("dataio-spread1", f"dataio, window {cfg.window}, shuffle_spread=1",
+                              lambda r: dataio_epochs(cfg, "dataio-spread1", cfg.window, seed, spread=1),
+                              clear("dataio-spread1")),
         "dataio-wide": Row("dataio-wide", f"dataio, shuffle_window={cfg.wide_window}, seed={seed}",
                            lambda r: dataio_epochs(cfg, "dataio-wide", cfg.wide_window, seed), clear("dataio-wide")),
         "dataio-full-decode": Row("dataio-full-decode", f"dataio, window {cfg.window}, dct_scaling=False",

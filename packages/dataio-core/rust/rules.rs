@@ -62,12 +62,13 @@ pub fn shard_count(id: u64, of: u64, pad: bool, n: u64) -> u64 {
 /// canonical partition what is consumed once every rank has read
 /// `position` records)`. What `Loader.__len__` and `state_dict()` report.
 #[pyfunction]
-#[pyo3(signature = (counts, window, seed, epoch, id, of, pad, hosts, canonical_hosts, offsets, position))]
+#[pyo3(signature = (counts, window, spread, seed, epoch, id, of, pad, hosts, canonical_hosts, offsets, position))]
 #[allow(clippy::too_many_arguments)]
 pub fn host_order(
     py: Python<'_>,
     counts: Vec<u64>,
     window: u64,
+    spread: u64,
     seed: Option<u64>,
     epoch: u64,
     id: u64,
@@ -78,7 +79,7 @@ pub fn host_order(
     offsets: Vec<u64>,
     position: u64,
 ) -> PyResult<(u64, Vec<u64>)> {
-    let layout = Layout { counts, window };
+    let layout = Layout::new(counts, window).with_spread(spread);
     let order = HostOrder::new(
         &layout,
         seed,

@@ -36,7 +36,7 @@ impl PyShardSet {
     /// `before_counting(shards, bytes)`: called once, with the GIL, before
     /// shards are read whole to be counted (its errors are ignored).
     #[new]
-    #[pyo3(signature = (format, uris, *, index_dir, known=None, gunzip=None, check_crc=true, window=8192, cache_dir=None, cache_bytes=0, parallelism=8, counts=None, sizes=None, counted_by=None, before_counting=None))]
+    #[pyo3(signature = (format, uris, *, index_dir, known=None, gunzip=None, check_crc=true, window=8192, spread=2, cache_dir=None, cache_bytes=0, parallelism=8, counts=None, sizes=None, counted_by=None, before_counting=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -47,6 +47,7 @@ impl PyShardSet {
         gunzip: Option<bool>,
         check_crc: bool,
         window: u64,
+        spread: u64,
         cache_dir: Option<String>,
         cache_bytes: u64,
         parallelism: usize,
@@ -65,6 +66,7 @@ impl PyShardSet {
             gunzip,
             check_crc,
             window: window.max(1),
+            spread: spread.max(1),
             index_dir: index_dir.into(),
             cache,
             parallelism,
@@ -120,6 +122,11 @@ impl PyShardSet {
         self.inner.options().window
     }
 
+    #[getter]
+    fn spread(&self) -> u64 {
+        self.inner.options().spread
+    }
+
     /// Record `index` as a dict of every member (bytes) plus `key`,
     /// `__key__` and `__url__` (tar) or its features (TFRecord).
     fn record<'py>(&self, py: Python<'py>, index: u64) -> PyResult<Bound<'py, PyDict>> {
@@ -167,7 +174,7 @@ impl PyShardSet {
 pub fn mix_plan(
     py: Python<'_>,
     lens: Vec<u64>,
-    layouts: Vec<Option<(Vec<u64>, u64)>>,
+    layouts: Vec<Option<(Vec<u64>, u64, u64)>>,
     weights: Vec<f64>,
     stop_kind: &str,
     stop_n: u64,

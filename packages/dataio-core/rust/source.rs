@@ -115,14 +115,14 @@ pub struct PySource {
 pub fn mix_spec(obj: &Bound<'_, PyAny>) -> PyResult<Option<MixSpec>> {
     let Ok(f) = obj.getattr("_dataio_mix") else { return Ok(None) };
     #[allow(clippy::type_complexity)]
-    let (lens, layouts, weights, kind, n): (Vec<u64>, Vec<Option<(Vec<u64>, u64)>>, Vec<f64>, String, u64) =
+    let (lens, layouts, weights, kind, n): (Vec<u64>, Vec<Option<(Vec<u64>, u64, u64)>>, Vec<f64>, String, u64) =
         f.call0()?.extract()?;
     Ok(Some(make_mix_spec(lens, layouts, weights, &kind, n)?))
 }
 
 pub fn make_mix_spec(
     lens: Vec<u64>,
-    layouts: Vec<Option<(Vec<u64>, u64)>>,
+    layouts: Vec<Option<(Vec<u64>, u64, u64)>>,
     weights: Vec<f64>,
     kind: &str,
     n: u64,
@@ -140,7 +140,10 @@ pub fn make_mix_spec(
     let parts = lens
         .into_iter()
         .zip(layouts.into_iter().chain(std::iter::repeat(None)))
-        .map(|(len, l)| Part { len, layout: l.map(|(counts, window)| Layout { counts, window }) })
+        .map(|(len, l)| Part {
+            len,
+            layout: l.map(|(counts, window, spread)| Layout::new(counts, window).with_spread(spread)),
+        })
         .collect();
     Ok(MixSpec { parts, weights, stop })
 }
@@ -157,8 +160,16 @@ impl PySource {
         let len = if sized { Some(obj.bind(py).len()? as u64) } else { None };
         let layout = match obj.bind(py).getattr("_dataio_layout") {
             Ok(f) if sized => {
-                let (counts, window): (Vec<u64>, u64) = f.call0()?.extract()?;
-                Some(Layout { counts, window })
+                // (counts, window) or (counts, window, spread): see dataio.contract.layout_of.
+                let got = f.call0()?;
+                let (counts, window, spread): (Vec<u64>, u64, u64) = match got.extract() {
+                    Ok(t) => t,
+                    Err(_) => {
+                        let (c, w): (Vec<u64>, u64) = got.extract()?;
+                        (c, w, 1)
+                    }
+                };
+                Some(Layout::new(counts, window).with_spread(spread))
             }
             _ => None,
         };

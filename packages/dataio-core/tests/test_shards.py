@@ -97,6 +97,52 @@ def test_every_sample_once_shuffled_per_seed_and_epoch(shards: list[str]) -> Non
     assert abs(rho) < 0.9, rho
 
 
+def test_a_wider_spread_mixes_more_shards_and_keeps_every_sample_once(tmp_path: Path, cache_env: Path) -> None:
+    # 24 shards of 20, windows of 40: one after another a window spans 2-3
+    # shards; a spread of k reads about k windows' worth side by side.
+    folder = tmp_path / "wide"
+    folder.mkdir()
+    urls = write_shards(folder, [20] * 24)
+    shard_of = np.repeat(np.arange(24), 20)
+    mixed = {}
+    for spread in (1, 2, 4):
+        recs = dataio.tar_records(urls, shuffle_window=40, shuffle_spread=spread)
+        assert recs.shuffle_spread == spread
+        order = epoch(recs, seed=3)
+        assert sorted(order) == list(range(480)), spread
+        assert epoch(recs, seed=3) == order  # deterministic
+        windows = [order[i : i + 40] for i in range(0, 480, 40)]
+        mixed[spread] = np.mean([len({shard_of[n] for n in w}) for w in windows])
+    assert mixed[1] <= 3.0 and mixed[2] >= 1.8 * mixed[1] and mixed[4] >= 3.5 * mixed[1], mixed
+    assert dataio.tar_records(urls).shuffle_spread == 2  # the default
+    for bad in (0, -1, 1.5, True, "2"):
+        with pytest.raises(dataio.errors.InvalidArgumentError, match="shuffle_spread"):
+            dataio.tar_records(urls, shuffle_spread=bad)
+
+
+def test_a_source_declaring_counts_and_window_only_still_orders_in_shards(tmp_path: Path) -> None:
+    # A layout of two items (sources written before the spread) is read as spread 1.
+    class Pairs:
+        counts = [10, 10, 10]
+
+        def __len__(self) -> int:
+            return 30
+
+        def __getitem__(self, i: int) -> dict[str, Any]:
+            return {"key": str(i), "cls": str(i).encode()}
+
+        def _dataio_layout(self) -> tuple[list[int], int]:
+            return self.counts, 10
+
+    pipe = dataio.pipeline(dataio.slot("cls").decode_bytes(), dataio.batch(5))
+    with pipe.bind(Pairs()).run("numpy", seed=1) as loader:
+        order = [int(k) for b in loader for k in b.keys]
+    assert sorted(order) == list(range(30))
+    windows = [set(order[i : i + 10]) for i in range(0, 30, 10)]
+    # Spread 1 with windows of one shard: each window is one whole shard.
+    assert all(w in ({*range(0, 10)}, {*range(10, 20)}, {*range(20, 30)}) for w in windows), windows
+
+
 def test_names_lists_globs_and_brace_ranges_alike(tmp_path: Path, shards: list[str]) -> None:
     brace = dataio.tar_records(str(tmp_path / "train-{0000..0007}.tar"))
     glob = dataio.tar_records(str(tmp_path / "train-*.tar"))

@@ -79,14 +79,95 @@ impl Shard {
 }
 
 /// How a sharded source is laid out: samples per shard, in storage order,
-/// and the shuffle window in samples.
+/// the shuffle window in samples, and the spread: over how many consecutive
+/// windows each shard's samples are spread (1: shards one after another;
+/// `k`: `k` times as many shards mixed in each window, see [`ShardOrder`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Layout {
     pub counts: Vec<u64>,
     pub window: u64,
+    pub spread: u64,
 }
 
-/// The two-level order of a sharded source for one (seed, epoch).
+impl Layout {
+    /// Shards one after another (spread 1).
+    pub fn new(counts: Vec<u64>, window: u64) -> Layout {
+        Layout { counts, window, spread: 1 }
+    }
+
+    pub fn with_spread(mut self, spread: u64) -> Layout {
+        self.spread = spread.max(1);
+        self
+    }
+}
+
+/// Consecutive shards of an epoch's shard order read side by side: their
+/// samples interleaved in rounds (round `r` holds sample `r` of every member
+/// with more than `r` samples), so each member is read front to back while
+/// the stripe's stream advances through all of them at once. Members are
+/// kept largest first (ties in epoch order): round `r` is then a prefix of
+/// them, and a position maps to its sample in O(log) without a table.
+#[derive(Debug, Clone)]
+struct Stripe {
+    /// Stream position of the stripe's first sample.
+    start: u64,
+    /// Member shard ids, by count descending.
+    members: Vec<u32>,
+    /// Their counts (descending).
+    counts: Vec<u64>,
+    /// `tail[i]`: the sum of `counts[i..]` (len members + 1).
+    tail: Vec<u64>,
+}
+
+impl Stripe {
+    fn new(start: u64, mut members: Vec<(u64, u32)>) -> Stripe {
+        // Stable: equal counts keep the epoch order.
+        members.sort_by_key(|&(c, _)| std::cmp::Reverse(c));
+        let counts: Vec<u64> = members.iter().map(|m| m.0).collect();
+        let mut tail = vec![0u64; counts.len() + 1];
+        for i in (0..counts.len()).rev() {
+            tail[i] = tail[i + 1] + counts[i];
+        }
+        Stripe { start, members: members.into_iter().map(|m| m.1).collect(), counts, tail }
+    }
+
+    fn len(&self) -> u64 {
+        self.tail[0]
+    }
+
+    /// Samples before round `r`: every member gives min(count, r).
+    fn before(&self, r: u64) -> u64 {
+        let at_least = self.counts.partition_point(|&c| c >= r);
+        r * at_least as u64 + self.tail[at_least]
+    }
+
+    /// (shard, sample inside it) at stripe position `t` (< len).
+    fn at(&self, t: u64) -> (u32, u64) {
+        if self.members.len() == 1 {
+            return (self.members[0], t);
+        }
+        // The largest round r with before(r) <= t.
+        let (mut lo, mut hi) = (0u64, self.counts[0] - 1);
+        while lo < hi {
+            let mid = lo + (hi - lo).div_ceil(2);
+            if self.before(mid) <= t {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        (self.members[(t - self.before(lo)) as usize], lo)
+    }
+}
+
+/// The two-level order of a sharded source for one (seed, epoch): a keyed
+/// permutation of the shards, read in stripes (with spread 1 one shard after
+/// another; with spread `k`, about `k` windows' worth of shards side by
+/// side, see [`Stripe`]), cut into windows of `window` samples, and a keyed
+/// permutation inside each window. Each shard is still read once, front to
+/// back; with spread `k` a window holds about `1/k` of each shard of its
+/// stripe, so it mixes `k` times as many shards, and `k` times as many are
+/// open (and cached) at once.
 #[derive(Debug, Clone)]
 pub struct ShardOrder {
     n: u64,
@@ -96,10 +177,8 @@ pub struct ShardOrder {
     /// The canonical partition (0 for a whole source): keys its windows.
     salt: u64,
     epoch: u64,
-    /// Shard ids in epoch order.
-    order: Vec<u32>,
-    /// `starts[k]`: the stream position where the k-th shard of `order` begins (len S + 1).
-    starts: Vec<u64>,
+    /// The epoch's shards in stripes, in stream order (empty shards left out).
+    stripes: Vec<Stripe>,
     /// `base[s]`: the record index of shard `s`'s first sample (storage order).
     base: Vec<u64>,
 }
@@ -158,14 +237,46 @@ impl ShardOrder {
             base.push(total);
             total += c;
         }
-        let mut starts = Vec::with_capacity(order.len() + 1);
-        let mut at = 0u64;
-        for &s in &order {
-            starts.push(at);
-            at += layout.counts[s as usize];
+        let window = layout.window.max(1);
+        let stripes = Self::stripes(layout, window, &order);
+        let n = stripes.last().map(|s| s.start + s.len()).unwrap_or(0);
+        ShardOrder { n, window, seed, salt, epoch, stripes, base }
+    }
+
+    /// The shards of `order` cut into stripes: one shard each with spread 1
+    /// (the order of earlier versions); with spread `k`, consecutive shards
+    /// until a stripe holds at least `k` shards and `k` windows of samples
+    /// (a remainder too small for a stripe of its own joins the last one),
+    /// so that a window holds about `1/k` of each shard of its stripe.
+    fn stripes(layout: &Layout, window: u64, order: &[u32]) -> Vec<Stripe> {
+        let k = layout.spread.max(1);
+        let shards: Vec<(u64, u32)> =
+            order.iter().map(|&s| (layout.counts[s as usize], s)).filter(|&(c, _)| c > 0).collect();
+        let mut rest = vec![(0u64, 0u64); shards.len() + 1];
+        for i in (0..shards.len()).rev() {
+            rest[i] = (rest[i + 1].0 + 1, rest[i + 1].1 + shards[i].0);
         }
-        starts.push(at);
-        ShardOrder { n: at, window: layout.window.max(1), seed, salt, epoch, order, starts, base }
+        let enough = |(count, samples): (u64, u64)| count >= k && samples >= k.saturating_mul(window);
+        let mut out = Vec::new();
+        let (mut at, mut i) = (0u64, 0usize);
+        while i < shards.len() {
+            let mut j = i + 1;
+            if k > 1 {
+                let mut held = (1u64, shards[i].0);
+                while j < shards.len() && !enough(held) {
+                    held = (held.0 + 1, held.1 + shards[j].0);
+                    j += 1;
+                }
+                if !enough(rest[j]) {
+                    j = shards.len();
+                }
+            }
+            let stripe = Stripe::new(at, shards[i..j].to_vec());
+            at += stripe.len();
+            out.push(stripe);
+            i = j;
+        }
+        out
     }
 
     pub fn len(&self) -> u64 {
@@ -186,11 +297,9 @@ impl ShardOrder {
             None => g - lo,
         };
         let s = lo + inside;
-        // The last shard of `order` whose start is <= s (empty shards start
-        // where the next begins and are skipped by taking the last match).
-        let k = self.starts.partition_point(|&st| st <= s) - 1;
-        let shard = self.order[k] as usize;
-        self.base[shard] + (s - self.starts[k])
+        let k = self.stripes.partition_point(|st| st.start <= s) - 1;
+        let (shard, at) = self.stripes[k].at(s - self.stripes[k].start);
+        self.base[shard as usize] + at
     }
 
     /// The shard holding record `index` (storage order).
@@ -480,7 +589,7 @@ mod tests {
     use std::collections::{BTreeMap, BTreeSet};
 
     fn layout(counts: &[u64], window: u64) -> Layout {
-        Layout { counts: counts.to_vec(), window }
+        Layout::new(counts.to_vec(), window)
     }
 
     fn shard_of(l: &Layout, index: u64) -> usize {
@@ -510,6 +619,66 @@ mod tests {
                 (0..o.count()).map(|p| o.index_at(p)).collect()
             })
             .collect()
+    }
+
+    #[test]
+    fn a_spread_order_is_a_bijection_and_reads_each_shard_front_to_back() {
+        for counts in [vec![5u64, 0, 7, 1, 0, 9, 30, 2], vec![3], vec![100; 13], vec![0, 2], vec![1; 50], vec![0, 0]] {
+            for spread in 1..=5u64 {
+                for window in [1u64, 4, 64] {
+                    let l = Layout::new(counts.clone(), window).with_spread(spread);
+                    let n: u64 = counts.iter().sum();
+                    let o = ShardOrder::new(&l, 7, 1).unwrap();
+                    let got: Vec<u64> = (0..n).map(|g| o.apply(g)).collect();
+                    let mut sorted = got.clone();
+                    sorted.sort();
+                    assert_eq!(sorted, (0..n).collect::<Vec<_>>(), "{counts:?} spread {spread} window {window}");
+                    if window == 1 {
+                        // No shuffle inside windows of one: the stream itself,
+                        // where each shard's samples come in storage order.
+                        for s in 0..counts.len() {
+                            let mine: Vec<u64> = got.iter().copied().filter(|&r| o.shard_of(r) == s).collect();
+                            assert!(
+                                mine.windows(2).all(|w| w[0] < w[1]),
+                                "{counts:?} spread {spread}: shard {s} {mine:?}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_spread_of_k_mixes_k_times_the_shards_in_a_window() {
+        // 40 shards of 50, windows of 100: one after another a window holds
+        // 2-3 shards; spread 4 reads 8 shards side by side (4 windows of
+        // samples), so each window holds a quarter of each of them.
+        let distinct = |spread: u64| -> Vec<usize> {
+            let l = Layout::new(vec![50; 40], 100).with_spread(spread);
+            let o = ShardOrder::new(&l, 3, 0).unwrap();
+            (0..20u64)
+                .map(|w| (w * 100..(w + 1) * 100).map(|g| o.shard_of(o.apply(g))).collect::<BTreeSet<_>>().len())
+                .collect()
+        };
+        assert!(distinct(1).iter().all(|&d| d <= 3), "{:?}", distinct(1));
+        assert!(distinct(4).iter().all(|&d| d == 8), "{:?}", distinct(4));
+        // Shards larger than a window: spread k puts k of them in each window.
+        let l = Layout::new(vec![1000; 12], 100).with_spread(3);
+        let o = ShardOrder::new(&l, 3, 0).unwrap();
+        for w in 0..30u64 {
+            let shards: BTreeSet<usize> = (w * 100..(w + 1) * 100).map(|g| o.shard_of(o.apply(g))).collect();
+            assert_eq!(shards.len(), 3, "window {w}");
+        }
+    }
+
+    #[test]
+    fn a_stripe_maps_positions_to_rounds() {
+        // Members of 3, 1 and 2 samples: rounds (a0 c0 b0) (a1 c1) (a2).
+        let s = Stripe::new(10, vec![(3, 7), (1, 8), (2, 9)]);
+        assert_eq!(s.len(), 6);
+        let got: Vec<(u32, u64)> = (0..6).map(|t| s.at(t)).collect();
+        assert_eq!(got, vec![(7, 0), (9, 0), (8, 0), (7, 1), (9, 1), (7, 2)]);
     }
 
     #[test]
@@ -553,7 +722,13 @@ mod tests {
 
     #[test]
     fn each_shard_is_read_by_one_host_and_every_sample_once() {
-        let l = layout(&[40; 16], 64);
+        for spread in [1u64, 3] {
+            each_shard_once(&layout(&[40; 16], 64).with_spread(spread));
+        }
+    }
+
+    fn each_shard_once(l: &Layout) {
+        let l = l.clone();
         let n = 640;
         for h in [1u64, 2, 4, 8] {
             let of = h * 2;

@@ -233,7 +233,7 @@ mod tests {
     }
 
     fn layout(counts: &[u64], window: u64) -> Layout {
-        Layout { counts: counts.to_vec(), window }
+        Layout::new(counts.to_vec(), window)
     }
 
     #[test]

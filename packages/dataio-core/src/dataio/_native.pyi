@@ -227,6 +227,7 @@ class ShardSet:
         gunzip: bool | None = None,
         check_crc: bool = True,
         window: int = 8192,
+        spread: int = 2,
         cache_dir: str | None = None,
         cache_bytes: int = 0,
         parallelism: int = 8,
@@ -246,12 +247,14 @@ class ShardSet:
     def counted_by(self) -> str | None: ...
     @property
     def window(self) -> int: ...
+    @property
+    def spread(self) -> int: ...
     def record(self, index: int) -> dict[str, Any]: ...
     def stats(self) -> dict[str, Any]: ...
 
 def mix_plan(
     lens: list[int],
-    layouts: list[tuple[list[int], int] | None],
+    layouts: list[tuple[list[int], int, int] | None],
     weights: list[float],
     stop_kind: str,
     stop_n: int,
@@ -301,6 +304,7 @@ def shard_count(id: int, of: int, pad: bool, n: int) -> int: ...  # noqa: A002 -
 def host_order(
     counts: list[int],
     window: int,
+    spread: int,
     seed: int | None,
     epoch: int,
     id: int,  # noqa: A002 - the native keyword

@@ -60,6 +60,7 @@ __all__ = [
     "SizedRecords",
     "TaggedArray",
     "is_sequence",
+    "layout_of",
 ]
 
 #: The group key the loader gives each record of a ``collate()`` source (the
@@ -97,6 +98,18 @@ def is_sequence(records: object) -> TypeGuard[SizedRecords]:
     return isinstance(records, Sequence) and not isinstance(records, (str, bytes)) or (
         hasattr(records, "__len__") and hasattr(records, "__getitem__") and not isinstance(records, (dict, str, bytes))
     )
+
+
+def layout_of(records: object) -> tuple[list[int], int, int] | None:
+    """The layout a sharded source declares through ``_dataio_layout()``:
+    (samples per shard in storage order, shuffle window, spread), the spread
+    1 when the source names none (a ``(counts, window)`` pair); None for a
+    source without one."""
+    f = getattr(records, "_dataio_layout", None)
+    if f is None:
+        return None
+    counts, window, *rest = f()
+    return list(counts), int(window), int(rest[0]) if rest else 1
 
 
 class TaggedArray:

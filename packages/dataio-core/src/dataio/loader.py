@@ -26,6 +26,7 @@ from .contract import (
     SizedRecords,
     TaggedArray,
     is_sequence,
+    layout_of,
 )
 from .errors import CheckpointError, InvalidArgumentError, RowError
 from .executor import resolve_executor
@@ -519,9 +520,9 @@ class Loader:
         """(records of this rank, per-partition progress at ``position``) of a host-partitioned order."""
         if not self._hosted():
             return None
-        counts, window = self._records._dataio_layout()  # type: ignore[attr-defined]
+        counts, window, spread = layout_of(self._records) or ([], 1, 1)
         return _native.host_order(
-            list(counts), int(window), self._seed, self._epoch, self._shard["id"], self._shard["of"], self._shard["pad"],
+            counts, window, spread, self._seed, self._epoch, self._shard["id"], self._shard["of"], self._shard["pad"],
             self._shard.get("hosts", 1), self._shard.get("canonical_hosts", 1), list(self._partition_offsets), position,
         )
 

@@ -21,6 +21,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from . import _native
+from .contract import layout_of
 from .errors import InvalidArgumentError
 
 __all__ = ["mix", "MixedRecords"]
@@ -69,7 +70,7 @@ class MixedRecords(Sequence[dict[str, Any]]):
         for n in lens:
             self._bases.append(self._bases[-1] + n)
         self._total = self._bases[-1]
-        self._layouts = [tuple(src._dataio_layout()) if hasattr(src, "_dataio_layout") else None for src in sources]
+        self._layouts = [layout_of(src) for src in sources]
 
     def __len__(self) -> int:
         return self._total

@@ -37,6 +37,8 @@ pub struct ShardSetOptions {
     pub check_crc: bool,
     /// Shuffle window in samples (see [`crate::runtime::ShardOrder`]).
     pub window: u64,
+    /// Windows each shard's samples are spread over (see [`Layout`]).
+    pub spread: u64,
     /// Where kept indexes live (created private; see [`IndexStore`]).
     pub index_dir: std::path::PathBuf,
     /// The cache for remote shards; `None` reads them into memory per open.
@@ -375,7 +377,7 @@ impl ShardSet {
     }
 
     pub fn layout(&self) -> Layout {
-        Layout { counts: self.counts(), window: self.opts.window }
+        Layout::new(self.counts(), self.opts.window).with_spread(self.opts.spread)
     }
 
     pub fn options(&self) -> &ShardSetOptions {
@@ -444,7 +446,9 @@ impl ShardSet {
     /// `max_open` shards open.
     pub fn source(self: &Arc<Self>, fields: Vec<String>) -> ShardSource {
         let avg = (self.total / self.shards.len().max(1) as u64).max(1);
-        let max_open = (self.opts.window.div_ceil(avg) as usize + 3).max(4);
+        // A window reads about `spread * window` samples' worth of shards at once.
+        let spread = self.opts.spread.max(1);
+        let max_open = ((spread * self.opts.window).div_ceil(avg) as usize + 3).max(4).max(spread as usize + 3);
         ShardSource {
             set: self.clone(),
             fields,
@@ -694,6 +698,7 @@ mod tests {
             gunzip: None,
             check_crc: true,
             window: 16,
+            spread: 1,
             index_dir: dir.join("index"),
             cache: Some(ShardCache::new(dir.join("cache"), 1 << 30).unwrap()),
             parallelism: 4,

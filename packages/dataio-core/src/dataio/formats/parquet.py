@@ -26,7 +26,7 @@ from .. import uri as _uri
 from ..cond import Pred
 from ..errors import CorruptDataError, InvalidArgumentError
 from ..io import fetch_into, head
-from .shards import DEFAULT_SHUFFLE_WINDOW, cache_root, expand_shards
+from .shards import DEFAULT_SHUFFLE_SPREAD, DEFAULT_SHUFFLE_WINDOW, cache_root, check_shuffle, expand_shards
 
 __all__ = ["read_parquet", "scan_parquet", "parquet_records", "DataioFile"]
 
@@ -191,16 +191,17 @@ class ParquetRecords:
         key: str | None = None,
         *,
         shuffle_window: int = DEFAULT_SHUFFLE_WINDOW,
+        shuffle_spread: int = DEFAULT_SHUFFLE_SPREAD,
         index_dir: Any = None,
         max_open_row_groups: int | None = None,
     ) -> None:
-        if not isinstance(shuffle_window, int) or isinstance(shuffle_window, bool) or shuffle_window < 1:
-            raise InvalidArgumentError(f"shuffle_window must be a positive number of samples, got {shuffle_window!r}")
+        check_shuffle(shuffle_window, shuffle_spread)
         self.uris = expand_shards(uris)
         self.uri = self.uris[0]
         self.columns = list(columns) if columns else None
         self.key = key
         self.window = shuffle_window
+        self.spread = shuffle_spread
         store = Path(index_dir) if index_dir is not None else cache_root() / "index"
         self._groups: list[tuple[int, int]] = []  # (file, row group) per layout unit
         self._counts: list[int] = []
@@ -211,7 +212,7 @@ class ParquetRecords:
         self._starts = list(itertools.accumulate(self._counts, initial=0))
         self._total = self._starts[-1]
         avg = max(1, self._total // max(1, len(self._counts)))
-        self._max_open = max_open_row_groups or max(4, -(-shuffle_window // avg) + 3)
+        self._max_open = max_open_row_groups or max(4, shuffle_spread + 3, -(-shuffle_window * shuffle_spread // avg) + 3)
         self._open: OrderedDict[tuple[int, tuple[str, ...]], Any] = OrderedDict()
         self._files: OrderedDict[int, Any] = OrderedDict()
         self.requests = 0  # row-group reads (each a few ranged requests)
@@ -219,8 +220,8 @@ class ParquetRecords:
     def __len__(self) -> int:
         return self._total
 
-    def _dataio_layout(self) -> tuple[list[int], int]:
-        return list(self._counts), self.window
+    def _dataio_layout(self) -> tuple[list[int], int, int]:
+        return list(self._counts), self.window, self.spread
 
     def _dataio_source_stats(self) -> dict[str, Any]:
         return {"parquet_files": len(self.uris), "row_groups": len(self._counts), "row_groups_read": self.requests}
@@ -345,8 +346,9 @@ def parquet_records(
     key: str | None = None,
     *,
     shuffle_window: int = DEFAULT_SHUFFLE_WINDOW,
+    shuffle_spread: int = DEFAULT_SHUFFLE_SPREAD,
     index_dir: Any = None,
 ) -> ParquetRecords:
     """Parquet rows of one or many files (a URI, list, glob or brace range)
     as a sized record source, read by row group (see :class:`ParquetRecords`)."""
-    return ParquetRecords(uris, columns, key, shuffle_window=shuffle_window, index_dir=index_dir)
+    return ParquetRecords(uris, columns, key, shuffle_window=shuffle_window, shuffle_spread=shuffle_spread, index_dir=index_dir)

@@ -58,6 +58,9 @@ log = logging.getLogger("dataio")
 
 #: Samples shuffled together (a window of the shard-ordered stream).
 DEFAULT_SHUFFLE_WINDOW = 8192
+#: Windows each shard's samples are spread over: a window mixes this many
+#: times the shards it would if shards were read one after another.
+DEFAULT_SHUFFLE_SPREAD = 2
 #: The cache budget when none is given: this much, at most half the free disk.
 DEFAULT_CACHE_BYTES = 64 << 30
 
@@ -403,6 +406,13 @@ def _budget(cache_dir: Path, cache_bytes: int | None) -> int:
     return min(DEFAULT_CACHE_BYTES, shutil.disk_usage(cache_dir).free // 2)
 
 
+def check_shuffle(window: Any, spread: Any) -> None:
+    """Refuses a shuffle window or spread that is not a positive int."""
+    for name, v, what in (("shuffle_window", window, "number of samples"), ("shuffle_spread", spread, "number of windows")):
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise InvalidArgumentError(f"{name} must be a positive {what}, got {v!r}")
+
+
 def _names_index(spec: Any) -> bool:
     """Whether ``spec`` is one URI of a JSON file: a shard index, not a shard."""
     if not isinstance(spec, (str, os.PathLike)):
@@ -418,6 +428,7 @@ def shard_set(
     gunzip: bool | None = None,
     check_crc: bool = True,
     shuffle_window: int = DEFAULT_SHUFFLE_WINDOW,
+    shuffle_spread: int = DEFAULT_SHUFFLE_SPREAD,
     cache: bool = True,
     cache_dir: str | os.PathLike[str] | None = None,
     cache_bytes: int | None = None,
@@ -425,8 +436,7 @@ def shard_set(
     index: str | os.PathLike[str] | None = None,
     write_index: bool = False,
 ) -> ShardRecords:
-    if not isinstance(shuffle_window, int) or isinstance(shuffle_window, bool) or shuffle_window < 1:
-        raise InvalidArgumentError(f"shuffle_window must be a positive number of samples, got {shuffle_window!r}")
+    check_shuffle(shuffle_window, shuffle_spread)
     if index is None and _names_index(uris):
         index, uris = uris, None
     given = read_shard_index(index) if index is not None else None
@@ -449,6 +459,7 @@ def shard_set(
         gunzip=gunzip,
         check_crc=check_crc,
         window=shuffle_window,
+        spread=shuffle_spread,
         cache_dir=str(cdir) if cdir is not None else None,
         cache_bytes=_budget(cdir, cache_bytes) if cdir is not None else 0,
     )
@@ -485,7 +496,7 @@ def shard_set(
             _write_back(shards, list(native.counts), list(native.sizes))
     # A copy opened elsewhere (a worker process, Ray) takes its counts from
     # the same index, found by name or given, so both see one layout.
-    args = (fmt, shards, gunzip, check_crc, shuffle_window, cache, cache_dir, cache_bytes, index_dir, found.uri if found else None)
+    args = (fmt, shards, gunzip, check_crc, shuffle_window, shuffle_spread, cache, cache_dir, cache_bytes, index_dir, found.uri if found else None)
     return ShardRecords(native, args, index_bytes=found.nbytes if found is not None else 0)
 
 
@@ -524,8 +535,8 @@ class ShardRecords(Sequence[dict[str, Any]]):
         for i in range(len(self)):
             yield self._dataio_native.record(i)
 
-    def _dataio_layout(self) -> tuple[list[int], int]:
-        return list(self._dataio_native.counts), int(self._dataio_native.window)
+    def _dataio_layout(self) -> tuple[list[int], int, int]:
+        return list(self._dataio_native.counts), int(self._dataio_native.window), int(self._dataio_native.spread)
 
     def _dataio_source_stats(self) -> dict[str, Any]:
         return {**self._dataio_native.stats(), "index_bytes_read": self._index_bytes}
@@ -552,6 +563,10 @@ class ShardRecords(Sequence[dict[str, Any]]):
     def shuffle_window(self) -> int:
         return int(self._dataio_native.window)
 
+    @property
+    def shuffle_spread(self) -> int:
+        return int(self._dataio_native.spread)
+
     def stats(self) -> dict[str, Any]:
         return self._dataio_source_stats()
 
@@ -563,5 +578,5 @@ class ShardRecords(Sequence[dict[str, Any]]):
         return f"<dataio shard records: {len(self)} samples in {len(self.counts)} {self._args[0]} shards>"
 
 
-def _reopen(fmt: str, shards: list[str], gunzip: Any, check_crc: bool, window: int, cache: bool, cache_dir: Any, cache_bytes: Any, index_dir: Any, index: Any = None) -> ShardRecords:
-    return shard_set(fmt, shards, gunzip=gunzip, check_crc=check_crc, shuffle_window=window, cache=cache, cache_dir=cache_dir, cache_bytes=cache_bytes, index_dir=index_dir, index=index)
+def _reopen(fmt: str, shards: list[str], gunzip: Any, check_crc: bool, window: int, spread: int, cache: bool, cache_dir: Any, cache_bytes: Any, index_dir: Any, index: Any = None) -> ShardRecords:
+    return shard_set(fmt, shards, gunzip=gunzip, check_crc=check_crc, shuffle_window=window, shuffle_spread=spread, cache=cache, cache_dir=cache_dir, cache_bytes=cache_bytes, index_dir=index_dir, index=index)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from .shards import DEFAULT_SHUFFLE_WINDOW, ShardRecords, shard_set
+from .shards import DEFAULT_SHUFFLE_SPREAD, DEFAULT_SHUFFLE_WINDOW, ShardRecords, shard_set
 
 __all__ = ["tar_records"]
 
@@ -28,6 +28,7 @@ def tar_records(
     *,
     gunzip: bool | None = None,
     shuffle_window: int = DEFAULT_SHUFFLE_WINDOW,
+    shuffle_spread: int = DEFAULT_SHUFFLE_SPREAD,
     cache: bool = True,
     cache_dir: str | os.PathLike[str] | None = None,
     cache_bytes: int | None = None,
@@ -52,13 +53,18 @@ def tar_records(
     replaced, and a store that refuses the write is no error).
     ``gunzip``: ``None`` decides by the name. ``shuffle_window``: samples
     shuffled together when the loader has a seed (more mixes better, and
-    keeps more shards open). ``cache``/``cache_dir``/``cache_bytes``: the
+    keeps more shards open). ``shuffle_spread``: each shard's samples are
+    spread over this many consecutive windows, so a window mixes that many
+    times the shards (each still read once, front to back; that many times
+    the shards open and cached at once; 1 reads shards one after another).
+    ``cache``/``cache_dir``/``cache_bytes``: the
     local cache of remote shards and its budget."""
     return shard_set(
         "tar",
         uris,
         gunzip=gunzip,
         shuffle_window=shuffle_window,
+        shuffle_spread=shuffle_spread,
         cache=cache,
         cache_dir=cache_dir,
         cache_bytes=cache_bytes,

@@ -13,7 +13,7 @@ from typing import Any
 from .. import _native
 from ..errors import InvalidArgumentError
 from ..io import reader, writer
-from .shards import DEFAULT_SHUFFLE_WINDOW, ShardRecords, shard_set
+from .shards import DEFAULT_SHUFFLE_SPREAD, DEFAULT_SHUFFLE_WINDOW, ShardRecords, shard_set
 
 __all__ = ["iter_tfrecord", "tfrecord_records", "write_tfrecord"]
 
@@ -52,6 +52,7 @@ def tfrecord_records(
     compression: str | None = "auto",
     check_crc: bool = True,
     shuffle_window: int = DEFAULT_SHUFFLE_WINDOW,
+    shuffle_spread: int = DEFAULT_SHUFFLE_SPREAD,
     cache: bool = True,
     cache_dir: str | os.PathLike[str] | None = None,
     cache_bytes: int | None = None,
@@ -67,7 +68,7 @@ def tfrecord_records(
     gunzip = None if compression == "auto" else compression == "gzip"
     return shard_set(
         "tfrecord", uris, gunzip=gunzip, check_crc=check_crc, shuffle_window=shuffle_window,
-        cache=cache, cache_dir=cache_dir, cache_bytes=cache_bytes, index_dir=index_dir,
+        shuffle_spread=shuffle_spread, cache=cache, cache_dir=cache_dir, cache_bytes=cache_bytes, index_dir=index_dir,
     )
 
 
