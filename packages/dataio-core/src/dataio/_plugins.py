@@ -464,6 +464,16 @@ class PluginHost:
                 raise PluginError(f"plugin {plugin!r}: op {name!r} has kind {kind!r}; use 'decode' or 'transform'")
             if fn is None and plugin != BUILTIN:
                 raise PluginError(f"plugin {plugin!r}: op {name!r} needs a Python implementation (fn=)")
+            if fn is not None and not callable(fn):
+                raise PluginError(f"plugin {plugin!r}: the implementation of op {name!r} is not callable")
+            if plugin != BUILTIN:
+                for key, declared in (params or {}).items():
+                    types = declared if isinstance(declared, tuple) else (declared,)
+                    if not types or not all(isinstance(t, type) for t in types):
+                        raise PluginError(
+                            f"plugin {plugin!r}: op {name!r} declares parameter {key!r} as {declared!r}; "
+                            f"declare a type or a tuple of types (params={{'amount': int}})"
+                        )
             self._claim(self._ops, "op", name, OpSpec(name, plugin, kind, dict(params or {}), fn, description))
 
         return _Registrar(f"<op registrar of plugin {plugin!r}>", register)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import keyword
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +26,7 @@ from . import _native
 from . import transforms as T
 from ._ops import BUILTIN_OPS
 from ._ops_generated import SlotOps
-from ._plugins import host
+from ._plugins import BUILTIN, host
 from .cond import Pred
 from .contract import COLLATE_KEY, EpochJob
 from .errors import PlanError
@@ -178,12 +179,44 @@ class Slot(_Frozen, SlotOps):
         return self._append(o)
 
     def apply(self, o: Op | str, **params: Any) -> Slot:
-        """Append an op: a factory result, or a registered op by name."""
+        """Append an op: a factory result, or a registered op by name,
+        built-in or a plugin's (``apply("invert", amount=3)``); the
+        parameters are checked now."""
         if isinstance(o, str):
-            o = T.op(o, **params)
+            try:
+                o = T.op(o, **params)
+            except PlanError as e:
+                raise PlanError(f"slot \"{self.name}\", {e}") from None
         elif params:
             raise PlanError("apply(op) takes parameters only with an op name")
         return self._append(o)
+
+    def __getattr__(self, name: str) -> Callable[..., Slot]:
+        """A plugin's op as a method: ``slot("x").decode_bytes().invert(amount=3)``
+        is ``.apply("invert", amount=3)`` (keyword parameters only). Names of
+        the slot's own methods and attributes stay theirs: use ``apply`` for
+        an op named like one."""
+        if name.startswith("_"):
+            raise AttributeError(name)
+        spec = host.op(name)  # loads plugins; a PluginError when two registered the name
+        if spec is None or spec.plugin == BUILTIN:
+            raise AttributeError(
+                f"'Slot' object has no attribute {name!r}, and no installed plugin registers an op of that name "
+                f"(dataio.plugins.list_ops() lists the ops)"
+            )
+
+        def plugin_op(*args: Any, **params: Any) -> Slot:
+            if args:
+                raise PlanError(f"slot \"{self.name}\", op {name}: a plugin op takes keyword parameters only, got {len(args)} positional")
+            return self.apply(name, **params)
+
+        plugin_op.__name__ = plugin_op.__qualname__ = name
+        plugin_op.__doc__ = spec.description or f"The op {name!r} of plugin {spec.plugin!r}."
+        return plugin_op
+
+    def __dir__(self) -> Iterable[str]:
+        plugin_ops = [n for n, spec in host.ops().items() if spec.plugin != BUILTIN and _method_name(n)]
+        return sorted({*super().__dir__(), *plugin_ops})
 
     def active_when(self, pred: Pred) -> Slot:
         """Gate the slot on a field predicate, checked before any read."""
@@ -219,10 +252,26 @@ class Slot(_Frozen, SlotOps):
     def __repr__(self) -> str:
         head = f"slot({self.name!r}" + (f", field={self.field!r}" if self.field != self.name else "") + (", optional=True" if self.optional else "") + ")"
         gate = f".active_when({self.active!r})" if self.active is not None else ""
-        return head + gate + "".join(f".{o!r}" for o in self.ops)
+        return head + gate + "".join(_chain_repr(o) for o in self.ops)
 
     def __reduce__(self) -> Any:
         return (_rebuild_slot, (self.name, self.field, self.optional, self.stack, self.active, self.ops))
+
+
+def _method_name(name: str) -> bool:
+    """Whether ``slot.<name>(...)`` reaches plugin op ``name`` (not a slot method)."""
+    return name.isidentifier() and not keyword.iskeyword(name) and not name.startswith("_") and not hasattr(Slot, name)
+
+
+def _chain_repr(o: Op | _Branch) -> str:
+    """One link of a slot's repr, as code that builds it again: a plugin op
+    as ``.invert(...)``, or ``.apply("name", ...)`` when its name is not a
+    usable method name."""
+    if isinstance(o, Op) and o.name not in BUILTIN_OPS:
+        if _method_name(o.name):
+            return f".{o.name}({o.args_repr()})"
+        return f".apply({', '.join([repr(o.name), *filter(None, [o.args_repr()])])})"
+    return f".{o!r}"
 
 
 def _rebuild_slot(name: str, field: str, optional: bool, stack: str, active: Pred | None, ops: tuple) -> Slot:
@@ -396,6 +445,8 @@ class Pipeline(_Frozen):
                 raise PlanError(f"{where}: {stage!r} is not a pipeline stage (map, slot, batch/collate/group_by)")
         if not slots:
             raise PlanError("a pipeline needs at least one slot")
+        for s in slots:
+            _check_plugin_ops(s)
         if shape is None:
             raise PlanError("a pipeline needs exactly one shape stage: batch(), collate() or group_by()")
         self._set(
@@ -481,6 +532,24 @@ class Pipeline(_Frozen):
         """Attach a record source: a sequence (len + indexing: shuffle, shard
         padding and resume by index) or any iterable of dicts."""
         return BoundPipeline(self, records)
+
+
+def _check_plugin_ops(s: Slot) -> None:
+    """Plugin ops built as ``Op(name, params)`` skipped the checks of
+    ``transforms.op``: check them here, where the pipeline is built."""
+
+    def walk(ops: Iterable[Op | _Branch]) -> None:
+        for o in ops:
+            if isinstance(o, _Branch):
+                walk(o.then_ops)
+                walk(o.otherwise_ops)
+            elif o.name not in BUILTIN_OPS:
+                try:
+                    T.check_plugin_params(T.plugin_op_spec(o.name), o.params)
+                except PlanError as e:
+                    raise PlanError(f"slot \"{s.name}\", {e}") from None
+
+    walk(s.ops)
 
 
 def _op_names(slots: Iterable[Slot]) -> set[str]:

@@ -11,19 +11,27 @@ written. Most factories are generated from that table into
 ``resize_long``, ``center_crop``, ``crop``, ``random_crop``,
 ``random_resized_crop``) also take ``dataio.col(field)``: the value is read
 from each record when it runs (``resize(h=dataio.col("h"), w=dataio.col("w"))``).
+
+A plugin's op (``dataio_register_ops``) is :func:`op` by name
+(``op("invert", amount=3)``), checked against the parameters it declared
+(or, without a declaration, its function's signature) when called.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 import types
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from . import _ops_generated
 from ._ops import BUILTIN_OPS, Param
 from ._ops_generated import *  # noqa: F403 - the factories generated from the op table
 from .errors import PlanError
+
+if TYPE_CHECKING:
+    from ._plugins import OpSpec
 
 __all__ = ["Op", "Col", "col", "op", "normalize", "cast"]
 __all__ += _ops_generated.__all__
@@ -108,9 +116,14 @@ class Op:
     def to_json(self) -> dict[str, Any]:
         return {"op": self.name, "params": {k: _jsonable(v) for k, v in self.params.items()}}
 
+    def args_repr(self) -> str:
+        """The parameters as keyword arguments: ``h=224, w=224``."""
+        return ", ".join(f"{k}={v!r}" for k, v in self.params.items())
+
     def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
-        return f"{self.name}({args})"
+        if self.name not in BUILTIN_OPS:  # a plugin's op: what makes it again
+            return f"op({', '.join([repr(self.name), *filter(None, [self.args_repr()])])})"
+        return f"{self.name}({self.args_repr()})"
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Op) and other.to_json() == self.to_json()
@@ -157,23 +170,105 @@ def _names(types: tuple[type, ...]) -> str:
 
 
 def op(name: str, **params: Any) -> Op:
-    """Any registered op by name: built-in or a plugin's."""
+    """Any registered op by name: built-in or a plugin's (``op("invert")``).
+
+    The parameters are checked now: a built-in op's against the op table, a
+    plugin op's against the ``params`` it registered (names and types) and
+    its function's signature (names and required ones)."""
     spec = BUILTIN_OPS.get(name)
     if spec is not None:
         return Op(name, _check(name, spec.params, params))
+    return Op(name, check_plugin_params(plugin_op_spec(name), params))
+
+
+def plugin_op_spec(name: str) -> OpSpec:
+    """The registration of plugin op ``name``; a :class:`PlanError` listing
+    the known ops (each once, plugins' included) when nothing registered it."""
     from ._plugins import host
 
-    plugin_op = host.op(name)
+    plugin_op = host.op(name)  # a PluginError when two plugins registered it
     if plugin_op is None:
-        known = sorted([*BUILTIN_OPS, *host.ops()])
-        raise PlanError(f"unknown op {name!r}; known ops: {', '.join(known)}")
+        known = sorted({*BUILTIN_OPS, *host.ops()})
+        raise PlanError(f"unknown op {name!r}; known ops: {', '.join(known)}{host.failed_note()}")
+    return plugin_op
+
+
+def _declared_types(name: str, key: str, declared: Any) -> tuple[type, ...]:
+    if isinstance(declared, Param):
+        return declared.types
+    types_ = declared if isinstance(declared, tuple) else (declared,)
+    if not types_ or not all(isinstance(t, type) for t in types_):
+        raise PlanError(f"op {name}: the plugin declared parameter {key!r} as {declared!r}, not a type or a tuple of types")
+    return types_
+
+
+def _signature(fn: Callable[..., Any] | None) -> tuple[dict[str, bool], bool] | None:
+    """The keyword parameters ``fn`` takes after its input (name -> required)
+    and whether it takes ``**kwargs``; None when it has no signature."""
+    if fn is None:
+        return None
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    params = list(sig.parameters.values())
+    if params and params[0].kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
+        params = params[1:]  # the array (or the bytes, for a decoder)
+    names = {
+        p.name: p.default is inspect.Parameter.empty
+        for p in params
+        if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    }
+    return names, any(p.kind == inspect.Parameter.VAR_KEYWORD for p in params)
+
+
+def _jsonable_value(value: Any) -> bool:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return True
+    if isinstance(value, (list, tuple)):
+        return all(_jsonable_value(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _jsonable_value(v) for k, v in value.items())
+    return False
+
+
+def check_plugin_params(spec: OpSpec, params: Mapping[str, Any]) -> dict[str, Any]:
+    """Checks the parameters of plugin op ``spec`` where the pipeline is
+    written: names against what it declared (its ``params``, else its
+    function's keyword parameters), types against its ``params``, required
+    ones against its function's signature; values must travel as JSON and
+    cannot be per-record. A :class:`PlanError` (an ``InvalidArgumentError``)
+    names the op and the parameter."""
+    name = spec.name
+    declared = spec.params
+    sig = _signature(spec.fn)
+    allowed: set[str] | None = None
+    if declared:
+        allowed = set(declared)
+    elif sig is not None and not sig[1]:
+        allowed = set(sig[0])
     for key, value in params.items():
-        expected = plugin_op.params.get(key)
-        if plugin_op.params and expected is None:
-            raise PlanError(f"op {name}: unknown parameter {key!r}")
-        if expected is not None and not isinstance(value, expected):
-            raise PlanError(f"op {name}: {key} must be {expected}, got {type(value).__name__}")
-    return Op(name, params)
+        if allowed is not None and key not in allowed:
+            raise PlanError(f"op {name}: unknown parameter {key!r} (it takes {', '.join(sorted(allowed)) or 'none'})")
+        if isinstance(value, Col):
+            raise PlanError(f"op {name}: {key} cannot be a per-record dataio.col(...); a plugin op takes fixed parameters")
+        if value is not None and key in declared:  # None reaches the op as None
+            types_ = _declared_types(name, key, declared[key])
+            if isinstance(value, bool) and bool not in types_ and object not in types_:
+                raise PlanError(f"op {name}: {key} must be {_names(types_)}, got a bool")
+            number = float in types_ and isinstance(value, int) and not isinstance(value, bool)
+            if not number and not isinstance(value, types_):
+                raise PlanError(f"op {name}: {key} must be {_names(types_)}, got {type(value).__name__} {value!r}")
+        if not _jsonable_value(value):
+            raise PlanError(
+                f"op {name}: {key} must be a number, string, bool or None, or a list or dict of them "
+                f"(plugin op parameters reach the op as JSON), got {type(value).__name__}"
+            )
+    if sig is not None:
+        missing = [key for key, required in sig[0].items() if required and key not in params]
+        if missing:
+            raise PlanError(f"op {name}: missing required parameter {missing[0]!r}")
+    return dict(params)
 
 
 # The factories that do more than the table says (dataio._ops_gen.HAND_WRITTEN

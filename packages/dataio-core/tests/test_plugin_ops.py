@@ -1,0 +1,243 @@
+"""A plugin's op in a pipeline, as docs/plugins.md says to call it: the call
+(``slot(...).invert()`` and ``.apply("invert")``), ``describe()`` output that
+builds the same pipeline again, parameters checked when the pipeline is
+written, an error inside the op naming the op, and the unknown-op error.
+
+The ``invert`` op is registered here the way the registry registers a
+plugin's (a ``register`` bound to the plugin ``invertplug``); the
+entry-point path is what tests/test_plugin_authoring.py covers."""
+
+from __future__ import annotations
+
+import json
+import pickle
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from _imaging import jpeg, natural_image
+from test_plugin_authoring import env_with, install
+
+import dataio
+from dataio import transforms as T
+from dataio._ops import BUILTIN_OPS
+from dataio._plugins import host
+from dataio.errors import InvalidArgumentError, PlanError, RowError
+from dataio.plugins import list_ops
+
+
+def invert(arr: np.ndarray, amount: int = 255, *, label: str | None = None) -> np.ndarray:
+    if amount < 0:
+        raise RuntimeError(f"the invert op refuses amount={amount}")
+    return (amount - arr.astype(np.int64)).clip(0, 255).astype(np.uint8)
+
+
+def flaky(arr: np.ndarray) -> np.ndarray:
+    raise RuntimeError("the flaky op broke")
+
+
+@pytest.fixture
+def plugin_ops() -> Iterator[None]:
+    host.manager()
+    register = host._op_registrar("invertplug")
+    register("invert", invert, kind="transform", params={"amount": int, "label": (str, type(None))}, description="255 - x")
+    register("flaky", flaky, kind="transform")
+    register("loose", lambda arr, **kw: arr, kind="transform")
+    yield
+    for name in ("invert", "flaky", "loose"):
+        host._ops.pop(name, None)
+
+
+@pytest.fixture(scope="module")
+def images(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    root = tmp_path_factory.mktemp("plugin-op-images")
+    recs = []
+    for i in range(4):
+        p = root / f"im{i}.jpg"
+        p.write_bytes(jpeg(natural_image(40, 48, seed=i)))
+        recs.append({"key": f"im{i}", "image": str(p)})
+    return recs
+
+
+def base() -> dataio.Slot:
+    return dataio.slot("image").decode_image(mode="rgb").resize(h=16, w=16)
+
+
+def batches(pipe: dataio.Pipeline, recs: list[dict[str, Any]], **options: Any) -> np.ndarray:
+    with pipe.bind(recs).run("numpy", **options) as loader:
+        return np.concatenate([np.asarray(b["image"]) for b in loader])
+
+
+# -- 3. how a plugin op is called, and describe() ---------------------------------------
+
+
+def test_a_plugin_op_is_a_slot_method_and_apply_by_name(plugin_ops: None, images: list[dict[str, Any]]) -> None:
+    plain = batches(dataio.pipeline(base(), dataio.batch(2)), images)
+    by_method = dataio.pipeline(base().invert(), dataio.batch(2))
+    by_apply = dataio.pipeline(base().apply("invert"), dataio.batch(2))
+    by_factory = dataio.pipeline(base().apply(T.op("invert")), dataio.batch(2))
+    assert by_method == by_apply == by_factory
+    np.testing.assert_array_equal(batches(by_method, images), 255 - plain)
+    np.testing.assert_array_equal(batches(dataio.pipeline(base().invert(amount=200), dataio.batch(2)), images), (200 - plain.astype(int)).clip(0, 255))
+    assert "invert" in dir(base()) and "loose" in dir(base())
+    assert base().invert.__doc__ == "255 - x"
+
+
+def test_describe_prints_a_plugin_op_as_code_that_builds_the_same_pipeline(plugin_ops: None) -> None:
+    pipe = dataio.pipeline(base().invert(amount=200, label="x"), dataio.batch(2))
+    text = pipe.describe()
+    line = next(line.strip() for line in text.splitlines() if "invert" in line)
+    code = line.split("  -> ")[0]
+    assert code.startswith("slot('image').decode_image(mode='rgb'") and code.endswith(".resize(h=16, w=16, interpolation='bilinear', antialias=True).invert(amount=200, label='x')"), text
+    again = eval(code, {"slot": dataio.slot})  # noqa: S307 - the repr is code, and that is the point
+    assert dataio.pipeline(again, dataio.batch(2)) == pipe
+    # In a branch, and as a bare op: dataio.transforms.op(...).
+    op = T.op("invert", amount=3)
+    assert repr(op) == "op('invert', amount=3)" and eval(repr(op), {"op": T.op}) == op  # noqa: S307
+    assert pickle.loads(pickle.dumps(pipe)) == pipe
+
+
+def test_a_plugin_op_named_like_a_slot_method_prints_as_apply(plugin_ops: None) -> None:
+    host._op_registrar("invertplug")("when", lambda arr: arr, kind="transform")
+    try:
+        s = base().apply("when")
+        assert repr(s).endswith(".apply('when')")
+        assert eval(repr(s), {"slot": dataio.slot}).ops == s.ops  # noqa: S307
+    finally:
+        host._ops.pop("when", None)
+
+
+def test_an_unknown_method_is_still_an_attribute_error(plugin_ops: None) -> None:
+    with pytest.raises(AttributeError, match="no installed plugin registers an op"):
+        base().not_an_op  # noqa: B018
+    assert not hasattr(base(), "not_an_op")
+    with pytest.raises(AttributeError):
+        base()._private  # noqa: B018
+
+
+# -- 4. an error inside a plugin op names it --------------------------------------------
+
+
+@pytest.mark.parametrize("op", ["flaky", "invert"])
+def test_an_error_inside_a_plugin_op_names_the_op_record_slot_and_uri(plugin_ops: None, images: list[dict[str, Any]], op: str) -> None:
+    chain = base().flaky() if op == "flaky" else base().invert(amount=-1)
+    pipe = dataio.pipeline(chain, dataio.batch(4))
+    with pytest.raises(RowError) as info:
+        batches(pipe, images[:1])
+    e = info.value
+    assert e.op == op, (e.op, str(e))
+    assert e.key == "im0" and e.slot == "image" and e.uri == images[0]["image"], str(e)
+    assert f"op {op}" in str(e), str(e)
+    assert "RuntimeError" in str(e) and "the invert op refuses" in str(e) if op == "invert" else "the flaky op broke" in str(e)
+    with dataio.pipeline(chain, dataio.batch(4)).bind(images).run("numpy", on_failure="skip") as loader:
+        errors = [err for b in loader for err in b.errors]
+    assert [err.op for err in errors] == [op] * len(images)
+
+
+# -- 5. parameters checked when the pipeline is written ---------------------------------
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda s: s.invert(amont=3), r"op invert: unknown parameter 'amont' \(it takes amount, label\)"),
+        (lambda s: s.invert(amount="3"), r"op invert: amount must be int, got str '3'"),
+        (lambda s: s.invert(amount=True), r"op invert: amount must be int, got a bool"),
+        (lambda s: s.invert(label=3), r"op invert: label must be str or NoneType, got int 3"),
+        (lambda s: s.invert(amount=dataio.col("a")), r"op invert: amount cannot be a per-record dataio.col"),
+        (lambda s: s.apply("invert", amont=3), r"op invert: unknown parameter 'amont'"),
+        (lambda s: s.flaky(strength=2), r"op flaky: unknown parameter 'strength' \(it takes none\)"),
+        (lambda s: s.loose(arr=np.zeros(2)), r"op loose: arr must be a number, string, bool or None"),
+        (lambda s: s.invert(3), r"op invert: a plugin op takes keyword parameters only"),
+    ],
+)
+def test_plugin_op_parameters_are_checked_when_the_pipeline_is_written(plugin_ops: None, call: Any, match: str) -> None:
+    with pytest.raises(InvalidArgumentError, match=match) as info:
+        call(base())
+    assert isinstance(info.value, PlanError) and 'slot "image"' in str(info.value)
+
+
+def test_a_plugin_op_built_directly_is_checked_when_the_pipeline_is_built(plugin_ops: None) -> None:
+    chain = base().apply(T.Op("invert", {"amount": "many"}))
+    with pytest.raises(PlanError, match="op invert: amount must be int"):
+        dataio.pipeline(chain, dataio.batch(2))
+    assert base().loose(anything=[1, "a", {"k": None}]).ops[-1].params["anything"] == [1, "a", {"k": None}]
+
+
+def test_a_plugin_op_missing_a_required_parameter_is_refused(plugin_ops: None) -> None:
+    host._op_registrar("invertplug")("scale", lambda arr, factor: arr * factor, kind="transform")
+    try:
+        with pytest.raises(PlanError, match="op scale: missing required parameter 'factor'"):
+            base().scale()
+        assert base().scale(factor=2).ops[-1].params == {"factor": 2}
+    finally:
+        host._ops.pop("scale", None)
+
+
+# -- 6. the unknown-op error --------------------------------------------------------------
+
+
+def test_the_unknown_op_error_lists_each_op_once_with_the_plugins(plugin_ops: None) -> None:
+    with pytest.raises(PlanError) as info:
+        T.op("invret")
+    listed = str(info.value).split("known ops: ")[1].split(";")[0].split(", ")
+    assert len(listed) == len(set(listed)), listed
+    assert set(listed) == set(BUILTIN_OPS) | set(list_ops()) and "invert" in listed
+
+
+# -- the same through a real entry point ----------------------------------------------------
+
+INVERT_PLUGIN = """
+import dataio, numpy as np
+
+
+def invert(arr, amount=255):
+    if amount < 0:
+        raise RuntimeError("negative amount")
+    return (amount - arr.astype(np.int64)).clip(0, 255).astype(np.uint8)
+
+
+@dataio.hookimpl
+def dataio_register_ops(register):
+    register("invert", invert, kind="transform", params={"amount": int}, description="255 - x")
+"""
+
+
+def test_the_invert_plugin_through_its_entry_point(tmp_path: Path, images: list[dict[str, Any]]) -> None:
+    from conftest import run_python
+
+    install(tmp_path, "dataio_invert", INVERT_PLUGIN, entry_point="invert", dist="dataio-invert")
+    r = run_python(
+        "import json, dataio\n"
+        f"recs = {json.dumps(images[:2])}\n"
+        "s = dataio.slot('image').decode_image(mode='rgb').resize(h=8, w=8)\n"
+        "pipe = dataio.pipeline(s.invert(amount=250), dataio.batch(2))\n"
+        "line = [l for l in pipe.describe().splitlines() if 'invert' in l][0].strip().split('  -> ')[0]\n"
+        "again = dataio.pipeline(eval(line, {'slot': dataio.slot}), dataio.batch(2))\n"
+        "a = next(iter(pipe.bind(recs).run('numpy')))['image']\n"
+        "b = next(iter(dataio.pipeline(s, dataio.batch(2)).bind(recs).run('numpy')))['image']\n"
+        "out = {'line': line, 'same': again == pipe, 'inverted': bool(((250 - b.astype(int)).clip(0, 255) == a).all())}\n"
+        "try:\n"
+        "    s.invert(amount='x')\n"
+        "except dataio.errors.InvalidArgumentError as e:\n"
+        "    out['param'] = str(e)\n"
+        "print(json.dumps(out))\n",
+        env=env_with(tmp_path),
+    )
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["line"].endswith(".invert(amount=250)") and out["same"] and out["inverted"], out
+    assert "op invert: amount must be int" in out["param"]
+
+
+def test_an_op_registration_with_bad_parameter_types_is_refused() -> None:
+    from dataio._plugins import PluginHost
+    from dataio.errors import PluginError
+
+    h = PluginHost()
+    with pytest.raises(PluginError, match="op 'invert' declares parameter 'amount' as 'int'; declare a type"):
+        h._op_registrar("invertplug")("invert", invert, kind="transform", params={"amount": "int"})
+    with pytest.raises(PluginError, match="is not callable"):
+        h._op_registrar("invertplug")("invert", "not a function", kind="transform")
