@@ -223,3 +223,50 @@ def test_an_entry_point_in_the_wrong_group_is_named_by_the_trace_and_the_report(
     report = run_module(env_with(tmp_path))
     assert report.returncode == 0, report.stderr
     assert needle in report.stdout and "[project.entry-points.dataio]" in report.stdout
+
+
+def test_an_op_two_plugins_register_is_reported_where_it_is_used(tmp_path: Path) -> None:
+    op_plugin = "import dataio\n\n@dataio.hookimpl\ndef dataio_register_ops(register):\n    register('invert', lambda arr: 255 - arr, kind='transform')\n"
+    install(tmp_path, "inv_one", op_plugin, entry_point="invone")
+    install(tmp_path, "inv_two", op_plugin, entry_point="invtwo")
+    r = run_python(
+        "import dataio, warnings\n"
+        "warnings.simplefilter('ignore')\n"
+        "s = dataio.slot('x').decode_bytes()\n"
+        "for make in (lambda: s.invert(), lambda: s.apply('invert'), lambda: dataio.transforms.op('invert')):\n"
+        "    try:\n"
+        "        make()\n"
+        "    except dataio.errors.PluginError as e:\n"
+        "        print('ERROR', e)\n",
+        env=env_with(tmp_path),
+    )
+    assert r.returncode == 0, r.stderr
+    errors = [line for line in r.stdout.splitlines() if line.startswith("ERROR")]
+    assert len(errors) == 3, r.stdout
+    for line in errors:
+        assert "op 'invert' is registered by two plugins: 'invone' (inv-one 0.1) and 'invtwo' (inv-two 0.1)" in line, line
+
+
+def test_a_plugin_registering_a_core_name_is_ignored_for_that_name_and_three_claimants_are_named() -> None:
+    from dataio._plugins import BUILTIN, PluginHost
+
+    def core() -> None:
+        return None
+
+    def other() -> None:
+        return None
+
+    h = PluginHost()
+    h._collecting = True  # as while plugins load
+    h._backend_registrar(BUILTIN)("file", core)
+    h._backend_registrar("shadow")("file", other)
+    assert h._backends["file"].factory is core
+    assert [(p.kind, p.plugin) for p in h._problems] == [("conflict", "shadow")]
+    assert "dataio itself provides" in h._problems[0].message
+    for plugin in ("a", "b", "c"):
+        h._backend_registrar(plugin)("kv", other)
+    assert "kv" not in h._backends
+    h._collecting = False
+    h._pm = object()  # type: ignore[assignment]  # loaded: conflict() does not load again
+    message = h.conflict("scheme", "kv")
+    assert message is not None and "registered by 3 plugins: 'a', 'b', 'c'" in message
