@@ -91,11 +91,11 @@ def test_describe_prints_a_plugin_op_as_code_that_builds_the_same_pipeline(plugi
     line = next(line.strip() for line in text.splitlines() if "invert" in line)
     code = line.split("  -> ")[0]
     assert code.startswith("slot('image').decode_image(mode='rgb'") and code.endswith(".resize(h=16, w=16, interpolation='bilinear', antialias=True).invert(amount=200, label='x')"), text
-    again = eval(code, {"slot": dataio.slot})  # noqa: S307 - the repr is code, and that is the point
+    again = eval(code, {"slot": dataio.slot})
     assert dataio.pipeline(again, dataio.batch(2)) == pipe
     # In a branch, and as a bare op: dataio.transforms.op(...).
     op = T.op("invert", amount=3)
-    assert repr(op) == "op('invert', amount=3)" and eval(repr(op), {"op": T.op}) == op  # noqa: S307
+    assert repr(op) == "op('invert', amount=3)" and eval(repr(op), {"op": T.op}) == op
     assert pickle.loads(pickle.dumps(pipe)) == pipe
 
 
@@ -104,7 +104,7 @@ def test_a_plugin_op_named_like_a_slot_method_prints_as_apply(plugin_ops: None) 
     try:
         s = base().apply("when")
         assert repr(s).endswith(".apply('when')")
-        assert eval(repr(s), {"slot": dataio.slot}).ops == s.ops  # noqa: S307
+        assert eval(repr(s), {"slot": dataio.slot}).ops == s.ops
     finally:
         host._ops.pop("when", None)
 
