@@ -48,6 +48,8 @@ HARNESS = ROOT / "benchmarks" / "harness"
 # Plugins with a native module (a Cargo.toml beside their pyproject) are built
 # in place by maturin like the core; the others install as editable packages.
 NATIVE_PLUGINS = [p for p in PLUGINS if (p / "Cargo.toml").is_file()]
+# Test plugins with a native module (dataio-nativeops: the op ABI) build the same way.
+NATIVE_TEST_PLUGINS = [p for p in TEST_PLUGINS if (p / "Cargo.toml").is_file()]
 # Plain-Rust crates (engine, ABI, shared plugin code) are tested with cargo;
 # the pyo3 crates of the packages are tested through pytest.
 RUST_CRATES = sorted(tomllib.loads(p.read_text())["package"]["name"] for p in ROOT.glob("crates/*/Cargo.toml"))
@@ -93,12 +95,13 @@ def install_dataio(session: nox.Session, group: str, tools: Path = CORE) -> None
     ]
     session.install("--group", f"{tools / 'pyproject.toml'}:{group}", *groups)
     npm = start_lane(session, "npm", npm_commands(session)) if group == "test" else None
-    for pkg in [CORE, *NATIVE_PLUGINS]:
+    native = [CORE, *NATIVE_PLUGINS, *(NATIVE_TEST_PLUGINS if group == "test" else [])]
+    for pkg in native:
         session.run(
             "maturin", "develop", "--uv", "--profile", CARGO_PROFILE, "-m", str(pkg / "Cargo.toml"),
             env={"CARGO_TARGET_DIR": str(ROOT / "target")},
         )
-    editable = [arg for pkg in PLUGINS + TEST_PLUGINS if pkg not in NATIVE_PLUGINS for arg in ("-e", str(pkg))]
+    editable = [arg for pkg in PLUGINS + TEST_PLUGINS if pkg not in native and pkg not in NATIVE_TEST_PLUGINS for arg in ("-e", str(pkg))]
     session.install(*editable)
     if npm is not None:
         finish_lane(session, npm)

@@ -17,10 +17,13 @@
 //!
 //! Plugins written in Rust implement [`ExportBackend`] and call [`export`];
 //! the core adapts a table back into its `Backend` trait (`dataio-engine`'s
-//! `abi_backend` module).
+//! `abi_backend` module). Native decoders and transforms have their own
+//! table, in [`ops`].
 
 use std::ffi::{c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+
+pub mod ops;
 
 pub const ABI_VERSION: u32 = 1;
 pub const CAPSULE_NAME: &CStr = c"dataio.backend.v1";
@@ -40,6 +43,8 @@ pub mod status {
     pub const TIMEOUT: i32 = 9;
     /// The plugin panicked; the message says where.
     pub const PANIC: i32 = 10;
+    /// Input bytes an op cannot read (truncated, corrupt, unsupported).
+    pub const CORRUPT: i32 = 11;
 }
 
 /// Capability bits of [`BackendV1::capabilities`].

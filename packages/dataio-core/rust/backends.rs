@@ -312,3 +312,61 @@ pub fn backend_info(py: Python<'_>, uri: &str) -> PyResult<(String, Vec<&'static
     let (b, _) = py.detach(|| registry::backend_for(uri)).map_py(py)?;
     Ok((b.name().to_string(), b.capabilities().names()))
 }
+
+// -- native ops (dataio_abi::ops) ---------------------------------------------
+
+static OP_ADOPTED: u8 = 0;
+
+/// Adopts the op table in `capsule` (named `dataio.op.v1`) as native op
+/// `name` (`kind`: "decode" or "transform"): it then runs on the CPU pool
+/// without the GIL wherever a plan names it. A capsule is adopted once; its
+/// table belongs to the core from then on.
+#[pyfunction]
+pub fn register_native_op(py: Python<'_>, name: &str, capsule: &Bound<'_, PyAny>, kind: &str) -> PyResult<()> {
+    let decode = match kind {
+        "decode" => true,
+        "transform" => false,
+        other => {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "op {name}: kind must be 'decode' or 'transform', got {other:?}"
+            )))
+        }
+    };
+    let capsule = capsule.cast::<PyCapsule>().map_err(|_| {
+        pyo3::exceptions::PyTypeError::new_err(format!("op {name}: a native op is a capsule named 'dataio.op.v1'"))
+    })?;
+    // SAFETY: the capsule's name pointer is a NUL-terminated string owned by the live capsule.
+    let cname = capsule.name()?.map(|n| unsafe { n.as_cstr() }.to_string_lossy().into_owned()).unwrap_or_default();
+    if cname.as_bytes() != dataio_abi::ops::OP_CAPSULE_NAME.to_bytes() {
+        return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "op {name}: the capsule is named {cname:?}; dataio expects {:?}",
+            dataio_abi::ops::OP_CAPSULE_NAME
+        )));
+    }
+    let adopted = &OP_ADOPTED as *const u8 as *mut std::ffi::c_void;
+    // SAFETY: reading the context pointer of a live capsule.
+    if unsafe { pyo3::ffi::PyCapsule_GetContext(capsule.as_ptr()) } == adopted {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "op {name}: this capsule was already registered once; make a new one per registration"
+        )));
+    }
+    let table = capsule.pointer_checked(Some(dataio_abi::ops::OP_CAPSULE_NAME))?.as_ptr() as *mut dataio_abi::ops::OpV1;
+    // SAFETY: a capsule of this name holds an `OpV1*` whose ownership passes
+    // to dataio (docs/plugins.md); `register` checks the handshake.
+    unsafe { dataio_engine::runtime::native_ops::register(name, decode, table) }.map_py(py)?;
+    // SAFETY: as above; marks the capsule so it cannot be adopted twice.
+    unsafe { pyo3::ffi::PyCapsule_SetContext(capsule.as_ptr(), adopted) };
+    Ok(())
+}
+
+/// Forgets native op `name`.
+#[pyfunction]
+pub fn unregister_native_op(name: &str) -> bool {
+    dataio_engine::runtime::native_ops::unregister(name)
+}
+
+/// The native ops registered in this process.
+#[pyfunction]
+pub fn native_ops() -> Vec<String> {
+    dataio_engine::runtime::native_ops::names()
+}

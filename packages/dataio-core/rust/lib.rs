@@ -21,6 +21,7 @@ use pyo3::prelude::*;
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", dataio_engine::VERSION)?;
     m.add("ABI_VERSION", dataio_abi::ABI_VERSION)?;
+    m.add("OP_ABI_VERSION", dataio_abi::ops::OP_ABI_VERSION)?;
     m.add("BACKEND_CAPSULE_NAME", dataio_abi::CAPSULE_NAME.to_str().unwrap_or_default())?;
     m.add_class::<io::ObjectMeta>()?;
     m.add_class::<io::Reader>()?;
@@ -58,6 +59,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(backends::_abi_memory_backend, m)?)?;
     m.add_function(wrap_pyfunction!(backends::register_backend, m)?)?;
     m.add_function(wrap_pyfunction!(backends::unregister_backend, m)?)?;
+    m.add_function(wrap_pyfunction!(backends::register_native_op, m)?)?;
+    m.add_function(wrap_pyfunction!(backends::unregister_native_op, m)?)?;
+    m.add_function(wrap_pyfunction!(backends::native_ops, m)?)?;
     m.add_function(wrap_pyfunction!(backends::registered_schemes, m)?)?;
     m.add_function(wrap_pyfunction!(backends::set_scheme_resolver, m)?)?;
     m.add_function(wrap_pyfunction!(backends::backend_info, m)?)?;

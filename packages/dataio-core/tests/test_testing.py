@@ -14,6 +14,7 @@ EXPORTS = [
     "BackendConformance",
     "FormatsConformance",
     "ObjectStoreConformance",
+    "OpConformance",
     "PluginConformance",
     "PythonBackend",
     "PythonWriter",

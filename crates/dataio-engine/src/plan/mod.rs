@@ -544,6 +544,10 @@ fn compile_slot(sj: &SlotJson, external: &BTreeSet<String>, fields: &mut BTreeSe
             };
             (shape, if has_external(&steps) { None } else { Some(st.dtype) })
         }
+        // A plugin decoder's output may be an image: a uint8 HWC result
+        // enters the fused image chain at run time, anything else meets a
+        // typed error there naming the op that needs an image.
+        Decoder::External { .. } => (None, None),
         _ => {
             for s in &steps {
                 if !matches!(s, Step::Cast { .. } | Step::External { .. }) {

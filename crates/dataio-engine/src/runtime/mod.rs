@@ -15,6 +15,7 @@ pub mod batch_ops;
 pub mod delivery;
 pub mod loader;
 pub mod mix;
+pub mod native_ops;
 pub mod order;
 pub mod planner;
 pub mod record;

@@ -1,6 +1,7 @@
 //! Runs one slot's program on one record: decode, the fused image chain (or
 //! generic tensor steps), and the write into the batch buffer.
 
+use super::native_ops::{self, CallKey};
 use super::record::{Record, Value};
 use crate::base::error::{Error, Result, RowContext};
 use crate::base::rng::{key, Stream};
@@ -382,15 +383,58 @@ fn run_image(
             r
         }
         Some((name, params)) => {
-            let ext = external
-                .ok_or_else(|| Error::invalid(format!("op {name} needs its plugin, which is not available here")))?;
             let staged =
                 emit(&finish, &out, resolved.geo.hflip, resolved.geo.vflip, Dest { row: None, expect_shape: None })?;
             let SlotOut::Tensor(t) = staged else { unreachable!("no row was given") };
-            let t = ext.transform(&name, t, &params).map_err(|e| plugin_op_failed(&name, e))?;
+            let t = plugin_transform(external, &name, t, &params, key).map_err(|e| plugin_op_failed(&name, e))?;
             finish_tensor(t, &resolved.rest, key, record, external, dest)
         }
     }
+}
+
+/// The key of a native plugin op's draws: the sample's, with a stream per
+/// (slot, op name).
+fn native_key(key: SampleKey, name: &str) -> CallKey {
+    let named = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3));
+    CallKey {
+        seed: Some(key.seed),
+        epoch: key.epoch,
+        index: key.index,
+        stream: crate::base::rng::key(&[key.slot, named]),
+    }
+}
+
+/// Runs plugin decoder `name`: natively (no GIL) when a plugin registered a
+/// native table for it, else through the binding's Python ops.
+fn plugin_decode(
+    external: Option<&dyn ExternalOps>,
+    name: &str,
+    data: &[u8],
+    params: &Map<String, Json>,
+    key: SampleKey,
+) -> Result<Tensor> {
+    if let Some(op) = native_ops::get(name) {
+        return op.decode(data, params, native_key(key, name), "");
+    }
+    let ext =
+        external.ok_or_else(|| Error::invalid(format!("decoder {name} needs its plugin, which is not loaded here")))?;
+    ext.decode(name, data, params)
+}
+
+/// Runs plugin transform `name` (see [`plugin_decode`]).
+fn plugin_transform(
+    external: Option<&dyn ExternalOps>,
+    name: &str,
+    input: Tensor,
+    params: &Map<String, Json>,
+    key: SampleKey,
+) -> Result<Tensor> {
+    if let Some(op) = native_ops::get(name) {
+        return op.transform(&input, params, native_key(key, name), "");
+    }
+    let ext =
+        external.ok_or_else(|| Error::invalid(format!("op {name} needs its plugin, which is not loaded here")))?;
+    ext.transform(name, input, params)
 }
 
 /// A plugin op's failure, tagged with the op's name: the loader fills in the
@@ -437,8 +481,7 @@ fn finish_tensor(
         t = match s {
             Step::Cast { dtype } => cast(&t, *dtype),
             Step::External { name, params } => {
-                let ext = external.ok_or_else(|| Error::invalid(format!("op {name} needs its plugin")))?;
-                ext.transform(name, t, params).map_err(|e| plugin_op_failed(name, e))?
+                plugin_transform(external, name, t, params, key).map_err(|e| plugin_op_failed(name, e))?
             }
             other => return Err(Error::invalid(format!("{} needs a uint8 HWC image input", other.name()))),
         };
@@ -555,8 +598,7 @@ fn run_slot_unguarded(
             )
         }
         (Decoder::External { name, params }, SlotInput::Data(data)) => {
-            let ext = external.ok_or_else(|| Error::invalid(format!("decoder {name} needs its plugin")))?;
-            let t = ext.decode(name, &data, params).map_err(|e| plugin_op_failed(name, e))?;
+            let t = plugin_decode(external, name, &data, params, key).map_err(|e| plugin_op_failed(name, e))?;
             finish_tensor(t, &slot.steps, key, record, external, dest)
         }
         (d, SlotInput::Scalar(v)) => {

@@ -62,7 +62,7 @@ PROBLEM_KINDS: tuple[str, ...] = (
 
 #: The kinds of problem that also go into the plugin's detail (the others are
 #: about another distribution's entry point, or set the detail themselves).
-_DETAIL_KINDS = frozenset({"unknown hook", "missing hookimpl", "no hook", "conflict"})
+_DETAIL_KINDS = frozenset({"unknown hook", "missing hookimpl", "no hook", "conflict", "native op"})
 
 
 class PluginWarning(UserWarning):
@@ -131,6 +131,10 @@ class BackendRegistration:
     description: str = ""
 
 
+def _is_capsule(obj: object) -> bool:
+    return type(obj).__name__ == "PyCapsule"
+
+
 @dataclasses.dataclass(frozen=True)
 class OpSpec:
     name: str
@@ -139,9 +143,13 @@ class OpSpec:
     params: Mapping[str, Any]
     fn: Callable[..., Any] | None
     description: str = ""
+    #: A plugin's native table (a ``dataio.op.v1`` capsule; adopted by the
+    #: engine once plugins have loaded, then dropped here).
+    capsule: Any = dataclasses.field(default=None, compare=False, repr=False)
 
     @property
     def native(self) -> bool:
+        """Runs in the engine without the GIL: a core op or a plugin's native table."""
         return self.fn is None
 
 
@@ -279,6 +287,10 @@ class PluginHost:
             self._collect(pm)
         finally:
             self._collecting = False
+        # Native tables once conflicts are settled: an op two plugins claim
+        # is served by neither, and its tables are never adopted.
+        for spec in [s for s in self._ops.values() if s.capsule is not None]:
+            self._adopt_native(spec)
         return pm
 
     def _check_hooks(self, pm: pluggy.PluginManager, plugin: object, ep: importlib.metadata.EntryPoint) -> None:
@@ -462,8 +474,14 @@ class PluginHost:
         ) -> None:
             if kind not in ("decode", "transform"):
                 raise PluginError(f"plugin {plugin!r}: op {name!r} has kind {kind!r}; use 'decode' or 'transform'")
-            if fn is None and plugin != BUILTIN:
-                raise PluginError(f"plugin {plugin!r}: op {name!r} needs a Python implementation (fn=)")
+            capsule = fn if _is_capsule(fn) else None
+            if capsule is not None:
+                fn = None
+            elif fn is None and plugin != BUILTIN:
+                raise PluginError(
+                    f"plugin {plugin!r}: op {name!r} needs an implementation: a Python function, or the "
+                    f"'dataio.op.v1' capsule of a native one (fn=)"
+                )
             if fn is not None and not callable(fn):
                 raise PluginError(f"plugin {plugin!r}: the implementation of op {name!r} is not callable")
             if plugin != BUILTIN:
@@ -474,9 +492,27 @@ class PluginHost:
                             f"plugin {plugin!r}: op {name!r} declares parameter {key!r} as {declared!r}; "
                             f"declare a type or a tuple of types (params={{'amount': int}})"
                         )
-            self._claim(self._ops, "op", name, OpSpec(name, plugin, kind, dict(params or {}), fn, description))
+            spec = OpSpec(name, plugin, kind, dict(params or {}), fn, description, capsule)
+            self._claim(self._ops, "op", name, spec)
+            if capsule is not None and not self._collecting:
+                self._adopt_native(spec)
 
         return _Registrar(f"<op registrar of plugin {plugin!r}>", register)
+
+    def _adopt_native(self, spec: OpSpec) -> bool:
+        """Hands a native op's table to the engine; a table the engine refuses
+        (another ABI version, another name or kind) is the plugin's problem,
+        and the op is dropped."""
+        from . import _native
+
+        try:
+            _native.register_native_op(spec.name, spec.capsule, spec.kind)
+        except Exception as exc:  # noqa: BLE001 - one plugin's bad table must not break the others
+            self._ops.pop(spec.name, None)
+            self._problem_of("native op", spec.plugin, f"its native op {spec.name!r} was refused: {exc}")
+            return False
+        self._ops[spec.name] = dataclasses.replace(spec, capsule=None)
+        return True
 
     def _named_registrar(
         self, table: dict[str, Registration[Any]], what: str, plugin: str, check: Callable[[str, object], str | None]

@@ -13,7 +13,7 @@ import sys
 from typing import Any
 
 from . import _native
-from ._plugins import host
+from ._plugins import BUILTIN, host
 
 __all__ = ["report", "format_report", "nvidia_library_dirs"]
 
@@ -32,6 +32,10 @@ def _plugin_rows() -> list[dict[str, Any]]:
     schemes_by_plugin: dict[str, list[str]] = {}
     for scheme, reg in sorted(host.backends().items()):
         schemes_by_plugin.setdefault(reg.plugin, []).append(scheme)
+    ops_by_plugin: dict[str, list[str]] = {}
+    for name, spec in sorted(host.ops().items()):
+        if spec.plugin != BUILTIN:
+            ops_by_plugin.setdefault(spec.plugin, []).append(f"{name} ({'native' if spec.native else 'python'})")
     rows: list[dict[str, Any]] = []
     reported: set[str] = set()
     for plugin, name, row in host.capability_rows():
@@ -46,6 +50,7 @@ def _plugin_rows() -> list[dict[str, Any]]:
                 "status": row.get("status", "ok"),
                 "detail": row.get("detail", ""),
                 "schemes": list(row.get("schemes", schemes_by_plugin.get(plugin, []))),
+                "ops": ops_by_plugin.get(plugin, []),
             }
         )
     for info in infos.values():
@@ -61,6 +66,7 @@ def _plugin_rows() -> list[dict[str, Any]]:
                 "status": status,
                 "detail": info.detail,
                 "schemes": schemes_by_plugin.get(info.name, []),
+                "ops": ops_by_plugin.get(info.name, []),
             }
         )
     return rows
@@ -71,6 +77,7 @@ def report() -> dict[str, Any]:
     return {
         "dataio": _native.__version__,
         "abi": _native.ABI_VERSION,
+        "op_abi": _native.OP_ABI_VERSION,
         "python": f"{platform.python_implementation()} {platform.python_version()}",
         "platform": f"{platform.system()}-{platform.machine()}",
         "cpu": {"logical": os.cpu_count(), "usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(), "features": _native.cpu_features()},
@@ -88,7 +95,7 @@ def report() -> dict[str, Any]:
 
 def format_report(r: dict[str, Any]) -> str:
     lines = [
-        f"dataio {r['dataio']}  (backend ABI v{r['abi']})",
+        f"dataio {r['dataio']}  (backend ABI v{r['abi']}, op ABI v{r['op_abi']})",
         f"python    {r['python']} on {r['platform']}",
         f"cpu       {r['cpu']['usable']} usable of {r['cpu']['logical']} logical; "
         f"features: {' '.join(r['cpu']['features']) or 'none detected'}",
@@ -102,7 +109,8 @@ def format_report(r: dict[str, Any]) -> str:
     for p in r["plugins"]:
         schemes = ", ".join(f"{s}://" for s in p["schemes"]) or "-"
         detail = f"  {p['detail']}" if p["detail"] else ""
-        lines.append(f"  {p['name']:<14} {p['version'] or '?':<8} {p['status']:<20} {schemes}{detail}")
+        ops = f"  ops: {', '.join(p['ops'])}" if p.get("ops") else ""
+        lines.append(f"  {p['name']:<14} {p['version'] or '?':<8} {p['status']:<20} {schemes}{ops}{detail}")
     lines += ["", "native libraries (dlopen, optional):"]
     for lib in r["libraries"]:
         if lib["found"]:

@@ -38,10 +38,15 @@ __all__ = [
 
 
 def _plugin_ops(pipeline: Pipeline) -> Callable[..., Any] | None:
+    """The Python side of the plan's plugin ops, with every plugin loaded
+    first: a plugin's native ops reach the engine when plugins load, also in
+    a fresh process (a Ray worker) that only unpickled the pipeline."""
     if not pipeline.to_json()["external_ops"]:
         return None
     from ._opcall import call_plugin_op
+    from ._plugins import host
 
+    host.manager()
     return call_plugin_op
 
 

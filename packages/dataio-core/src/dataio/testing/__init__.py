@@ -32,7 +32,8 @@ reason to pass.
 
 One suite a file: ``backend`` (:class:`BackendConformance`), ``formats``
 (:class:`FormatsConformance`), ``plugin`` (:class:`PluginConformance`),
-``objstore`` (:class:`ObjectStoreConformance`), and ``helpers``
+``objstore`` (:class:`ObjectStoreConformance`), ``ops``
+(:class:`OpConformance`: a plugin's decoder or transform), and ``helpers``
 (:func:`require`, :data:`QUICK_RETRIES`, :func:`assert_no_secret`,
 :func:`pipeline_images`). Only the suites import pytest, and only when one of
 their names is first used: ``import dataio.testing`` alone imports none of
@@ -53,12 +54,14 @@ if TYPE_CHECKING:
     from .formats import FormatsConformance
     from .helpers import QUICK_RETRIES, assert_no_secret, pipeline_images, require
     from .objstore import ObjectStoreConformance
+    from .ops import OpConformance
     from .plugin import PluginConformance
 
 __all__ = [
     "BackendConformance",
     "FormatsConformance",
     "ObjectStoreConformance",
+    "OpConformance",
     "PluginConformance",
     "PythonBackend",
     "PythonWriter",
@@ -73,6 +76,7 @@ _LAZY = {
     "BackendConformance": "backend",
     "FormatsConformance": "formats",
     "ObjectStoreConformance": "objstore",
+    "OpConformance": "ops",
     "PluginConformance": "plugin",
     "QUICK_RETRIES": "helpers",
     "assert_no_secret": "helpers",

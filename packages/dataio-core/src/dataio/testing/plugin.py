@@ -18,7 +18,7 @@ class PluginConformance:
 
     ``entry_point`` is the name under ``[project.entry-points.dataio]``,
     ``package`` the distribution (also its report row's name); ``schemes``,
-    ``device_types`` and ``namespaces`` are what it registers. Override
+    ``device_types``, ``namespaces`` and ``ops`` are what it registers. Override
     :meth:`expected_status` where the status depends on the host (a plugin
     for hardware reports ``"unavailable"``, with the reason, without it)."""
 
@@ -27,6 +27,7 @@ class PluginConformance:
     schemes: Sequence[str] = ()
     device_types: Sequence[str] = ()
     namespaces: Sequence[str] = ()
+    ops: Sequence[str] = ()
 
     def expected_status(self) -> str:
         return "ok"
@@ -47,12 +48,13 @@ class PluginConformance:
         assert info.version == importlib.metadata.version(self.package)
 
     def test_registers_what_it_declares_under_its_own_name(self) -> None:
-        from dataio.plugins import list_backends, list_device_readers, list_namespaces
+        from dataio.plugins import list_backends, list_device_readers, list_namespaces, list_ops
 
         for registered, declared in (
             (list_backends(), self.schemes),
             (list_device_readers(), self.device_types),
             (list_namespaces(), self.namespaces),
+            (list_ops(), self.ops),
         ):
             mine = sorted(name for name, reg in registered.items() if reg.plugin == self.entry_point)
             assert mine == sorted(declared)

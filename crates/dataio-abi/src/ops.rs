@@ -1,0 +1,346 @@
+//! The dataio op ABI, version 1: native decoders and transforms shipped in
+//! plugin packages.
+//!
+//! A plugin's native module hands the core one `PyCapsule` named
+//! [`OP_CAPSULE_NAME`] per op, whose pointer is a `*mut OpV1`; the plugin's
+//! Python side registers it through the `dataio_register_ops` hook
+//! (`register("name", capsule, kind=..., params=...)`). The core checks
+//! `abi_version` and `struct_size` (the handshake) and that the table's name
+//! is the registered one, then calls `run` from its CPU pool, without the
+//! GIL, from many threads at once.
+//!
+//! Rules of the edge:
+//! * `run` is synchronous and reentrant: one call per sample, on any thread.
+//! * The core owns the output: the op asks for it once through
+//!   [`OpOutV1::alloc`] (dtype name and shape) and fills exactly that many
+//!   bytes; the core hands it on to the batch. Input bytes, the input tensor,
+//!   the parameters and every string are valid only during the call.
+//! * Randomness comes from the call's key (`seed`, `epoch`, `index`,
+//!   `stream`), never from a global generator: the same key gives the same
+//!   result on any worker, after a resume and on Ray ([`OpCallV1::key`]).
+//! * Failures are a status code and a message through [`OpOutV1::fail`]:
+//!   [`crate::status::INVALID_ARGUMENT`] for a bad parameter or input shape,
+//!   [`crate::status::CORRUPT`] for input bytes the op cannot read. The core
+//!   adds the record, slot, URI and op to the message.
+//! * No panic crosses the edge: [`export_op`] wraps `run` in `catch_unwind`.
+
+use crate::{status, AbiError, Str};
+use std::ffi::{c_void, CStr};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+pub const OP_ABI_VERSION: u32 = 1;
+pub const OP_CAPSULE_NAME: &CStr = c"dataio.op.v1";
+
+/// What an op does: [`OpV1::kind`].
+pub mod kind {
+    /// Bytes (the slot's field, read from its URI or given inline) to a tensor.
+    pub const DECODE: u32 = 1;
+    /// A tensor to a tensor.
+    pub const TRANSFORM: u32 = 2;
+}
+
+/// A C-contiguous tensor the core lends an op for one call.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct TensorV1 {
+    /// numpy's name: "uint8", "float32", ...
+    pub dtype: Str,
+    pub ndim: u32,
+    pub shape: *const u64,
+    pub data: *const u8,
+    pub len: usize,
+}
+
+/// One call of an op on one sample.
+#[repr(C)]
+pub struct OpCallV1 {
+    /// DECODE: the slot's bytes. TRANSFORM: empty.
+    pub data: *const u8,
+    pub len: usize,
+    /// TRANSFORM: the input tensor. DECODE: empty (ndim 0, no data).
+    pub input: TensorV1,
+    /// The op's parameters as a JSON object (validated by the core against
+    /// the types the plugin declared when it registered the op).
+    pub params: Str,
+    /// The run's seed (meaningless when `seeded` is 0), the epoch, the
+    /// record's index and a stream id unique to this op in this slot.
+    pub seed: u64,
+    pub seeded: u8,
+    pub epoch: u64,
+    pub index: u64,
+    pub stream: u64,
+    /// Where the bytes came from, for messages ("" when given inline).
+    pub uri: Str,
+}
+
+/// How an op hands back its output or its failure.
+#[repr(C)]
+pub struct OpOutV1 {
+    pub core: *mut c_void,
+    /// Allocates the output tensor once per call: returns a writable buffer
+    /// of exactly `prod(shape) * itemsize` bytes, or null (an unknown dtype,
+    /// a second call, a size past the core's limit), in which case the op
+    /// returns the status the core then reports.
+    pub alloc: unsafe extern "C" fn(core: *mut c_void, dtype: Str, ndim: u32, shape: *const u64) -> *mut u8,
+    /// Records why the call failed; `run` then returns `status`.
+    pub fail: unsafe extern "C" fn(core: *mut c_void, status: i32, msg: Str),
+}
+
+/// One op's table.
+#[repr(C)]
+pub struct OpV1 {
+    pub abi_version: u32,
+    /// `size_of::<OpV1>()` as the plugin compiled it.
+    pub struct_size: u32,
+    /// [`kind::DECODE`] or [`kind::TRANSFORM`].
+    pub kind: u32,
+    pub name: Str,
+    pub ctx: *mut c_void,
+    /// Runs the op; returns [`crate::status::OK`] with the output allocated
+    /// and filled, or another status after calling `out.fail`.
+    pub run: unsafe extern "C" fn(ctx: *mut c_void, call: *const OpCallV1, out: *const OpOutV1) -> i32,
+    /// The core is done with the table; free `ctx` and the table.
+    pub release: unsafe extern "C" fn(ctx: *mut c_void, table: *mut OpV1),
+}
+
+// SAFETY: the table is immutable after export and the plugin promises `run`
+// is callable from any thread, concurrently.
+unsafe impl Send for OpV1 {}
+// SAFETY: as for `Send` above.
+unsafe impl Sync for OpV1 {}
+
+/// Checks the handshake fields of an op table.
+///
+/// # Safety
+/// `table` must be null or point to a readable `OpV1`-prefixed struct.
+pub unsafe fn check_op_table(table: *const OpV1) -> Result<(), String> {
+    if table.is_null() {
+        return Err("the capsule holds a null op table".into());
+    }
+    // SAFETY: non-null and, by the caller's promise, readable for the header fields.
+    let t = unsafe { &*table };
+    if t.abi_version != OP_ABI_VERSION {
+        return Err(format!(
+            "op ABI version {} is not supported (this dataio speaks v{OP_ABI_VERSION})",
+            t.abi_version
+        ));
+    }
+    if (t.struct_size as usize) < std::mem::size_of::<OpV1>() {
+        return Err(format!(
+            "op table is {} bytes, v{OP_ABI_VERSION} needs {}",
+            t.struct_size,
+            std::mem::size_of::<OpV1>()
+        ));
+    }
+    if t.kind != kind::DECODE && t.kind != kind::TRANSFORM {
+        return Err(format!("op kind {} is neither DECODE (1) nor TRANSFORM (2)", t.kind));
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Plugin side: export a Rust implementation as a table.
+
+/// The key of a call's random draws.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Key {
+    pub seed: Option<u64>,
+    pub epoch: u64,
+    pub index: u64,
+    pub stream: u64,
+}
+
+impl Key {
+    /// A 64-bit value of the key and `salt`, uniform and fixed for the key
+    /// (splitmix64 over the fields): the building block of keyed draws.
+    pub fn draw(&self, salt: u64) -> u64 {
+        let mut h = 0x6a09_e667_f3bc_c909u64;
+        for v in [self.seed.unwrap_or(0), self.seed.is_some() as u64, self.epoch, self.index, self.stream, salt] {
+            h = splitmix(h ^ v);
+        }
+        h
+    }
+}
+
+fn splitmix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// A call as the plugin sees it.
+pub struct Call<'a> {
+    /// DECODE: the slot's bytes.
+    pub data: &'a [u8],
+    /// TRANSFORM: the input tensor.
+    pub input: Option<TensorRef<'a>>,
+    /// The parameters, as JSON text.
+    pub params: &'a str,
+    pub key: Key,
+    pub uri: &'a str,
+}
+
+/// A borrowed input tensor.
+pub struct TensorRef<'a> {
+    pub dtype: &'a str,
+    pub shape: Vec<u64>,
+    pub data: &'a [u8],
+}
+
+/// Where the plugin writes its output.
+pub struct Output<'a> {
+    out: &'a OpOutV1,
+    taken: bool,
+}
+
+impl Output<'_> {
+    /// The output buffer of a `dtype` tensor of `shape`: exactly its bytes.
+    pub fn alloc(&mut self, dtype: &str, shape: &[u64]) -> Result<&mut [u8], AbiError> {
+        if self.taken {
+            return Err(AbiError::new(status::INVALID_ARGUMENT, "the output was allocated twice"));
+        }
+        self.taken = true;
+        let size = itemsize(dtype)
+            .ok_or_else(|| AbiError::new(status::INVALID_ARGUMENT, format!("unknown dtype {dtype:?}")))?;
+        let n = shape
+            .iter()
+            .try_fold(size as u64, |acc, &d| acc.checked_mul(d))
+            .and_then(|n| usize::try_from(n).ok())
+            .ok_or_else(|| AbiError::new(status::INVALID_ARGUMENT, format!("shape {shape:?} overflows")))?;
+        // SAFETY: the core's allocator, called once with a shape valid for the call.
+        let ptr = unsafe { (self.out.alloc)(self.out.core, Str::new(dtype), shape.len() as u32, shape.as_ptr()) };
+        if ptr.is_null() {
+            return Err(AbiError::new(
+                status::INVALID_ARGUMENT,
+                format!("the core refused an output of {dtype} {shape:?} ({n} bytes)"),
+            ));
+        }
+        // SAFETY: the core returned a writable buffer of exactly n bytes, alive
+        // until the call returns.
+        Ok(unsafe { std::slice::from_raw_parts_mut(ptr, n) })
+    }
+}
+
+/// Bytes per element of a dtype name the core accepts.
+pub fn itemsize(dtype: &str) -> Option<usize> {
+    Some(match dtype {
+        "uint8" | "int8" | "bool" | "float8_e4m3fn" | "float8_e5m2" => 1,
+        "uint16" | "int16" | "float16" | "bfloat16" => 2,
+        "uint32" | "int32" | "float32" => 4,
+        "uint64" | "int64" | "float64" => 8,
+        _ => return None,
+    })
+}
+
+/// A native op written in Rust.
+pub trait ExportOp: Send + Sync + 'static {
+    /// The name the op is registered under (`slot(...).<name>(...)`).
+    fn name(&self) -> &str;
+    /// [`kind::DECODE`] or [`kind::TRANSFORM`].
+    fn kind(&self) -> u32;
+    /// Runs on one sample: allocate the output with `out.alloc` and fill it.
+    fn run(&self, call: &Call<'_>, out: &mut Output<'_>) -> Result<(), AbiError>;
+}
+
+struct Exported<T: ExportOp> {
+    op: T,
+    name: Box<str>,
+}
+
+/// Builds the table of `op`; the core releases it (hand it over in a
+/// capsule named [`OP_CAPSULE_NAME`]).
+pub fn export_op<T: ExportOp>(op: T) -> *mut OpV1 {
+    let name: Box<str> = op.name().into();
+    let kind = op.kind();
+    let ctx = Box::into_raw(Box::new(Exported { op, name })) as *mut c_void;
+    // SAFETY: `ctx` was just made from a Box<Exported<T>> and lives until release.
+    let name = unsafe { Str::new(&(*(ctx as *const Exported<T>)).name) };
+    Box::into_raw(Box::new(OpV1 {
+        abi_version: OP_ABI_VERSION,
+        struct_size: std::mem::size_of::<OpV1>() as u32,
+        kind,
+        name,
+        ctx,
+        run: run_exported::<T>,
+        release: release_exported::<T>,
+    }))
+}
+
+unsafe extern "C" fn run_exported<T: ExportOp>(ctx: *mut c_void, call: *const OpCallV1, out: *const OpOutV1) -> i32 {
+    // SAFETY: the core passes the ctx of this table and a call and output
+    // valid for the duration of this function.
+    let (me, call, out) = unsafe { (&*(ctx as *const Exported<T>), &*call, &*out) };
+    let r = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: the core lends these buffers and strings for the call.
+        let c = unsafe { borrow_call(call) };
+        let mut o = Output { out, taken: false };
+        me.op.run(&c, &mut o)
+    }));
+    let e = match r {
+        Ok(Ok(())) => return status::OK,
+        Ok(Err(e)) => e,
+        Err(p) => {
+            let what = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic".into());
+            AbiError::new(status::PANIC, format!("op {} panicked: {what}", me.name))
+        }
+    };
+    // SAFETY: the core's failure callback, with a message valid for the call.
+    unsafe { (out.fail)(out.core, e.status, Str::new(&e.message)) };
+    if e.status == status::OK {
+        status::BACKEND
+    } else {
+        e.status
+    }
+}
+
+/// # Safety
+/// Every pointer in `call` must be valid for the lengths it gives, for `'a`.
+unsafe fn borrow_call<'a>(call: &'a OpCallV1) -> Call<'a> {
+    let bytes = |p: *const u8, n: usize| -> &'a [u8] {
+        if n == 0 || p.is_null() {
+            &[]
+        } else {
+            // SAFETY: the caller promises p/n describe live bytes for 'a.
+            unsafe { std::slice::from_raw_parts(p, n) }
+        }
+    };
+    let t = &call.input;
+    let input = (!t.data.is_null() || t.ndim > 0).then(|| TensorRef {
+        // SAFETY: dtype is a live UTF-8 string for the call.
+        dtype: unsafe { t.dtype.as_str() },
+        shape: if t.ndim == 0 || t.shape.is_null() {
+            Vec::new()
+        } else {
+            // SAFETY: `ndim` dims at `shape`, live for the call.
+            unsafe { std::slice::from_raw_parts(t.shape, t.ndim as usize) }.to_vec()
+        },
+        data: bytes(t.data, t.len),
+    });
+    Call {
+        data: bytes(call.data, call.len),
+        input,
+        // SAFETY: live UTF-8 strings for the call.
+        params: unsafe { call.params.as_str() },
+        key: Key {
+            seed: (call.seeded != 0).then_some(call.seed),
+            epoch: call.epoch,
+            index: call.index,
+            stream: call.stream,
+        },
+        // SAFETY: as above.
+        uri: unsafe { call.uri.as_str() },
+    }
+}
+
+unsafe extern "C" fn release_exported<T: ExportOp>(ctx: *mut c_void, table: *mut OpV1) {
+    // SAFETY: both were made by export_op and are released exactly once.
+    unsafe {
+        drop(Box::from_raw(ctx as *mut Exported<T>));
+        drop(Box::from_raw(table));
+    }
+}

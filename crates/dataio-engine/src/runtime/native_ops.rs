@@ -1,0 +1,306 @@
+//! Native ops from plugin packages (the op ABI in `dataio-abi`'s `ops`):
+//! decoders and transforms that run on the CPU pool without the GIL, as the
+//! built-in ones do.
+//!
+//! The binding layer adopts each table a plugin hands over ([`register`]);
+//! a slot's plugin op ([`crate::plan::Step::External`],
+//! [`crate::plan::Decoder::External`]) runs here when its name is
+//! registered, and through the binding's Python ops otherwise.
+
+use crate::base::error::{Error, Result};
+use crate::base::tensor::{AlignedBuf, DType, Tensor};
+use dataio_abi::ops::{check_op_table, kind, OpCallV1, OpOutV1, OpV1, TensorV1};
+use dataio_abi::{status, Str};
+use serde_json::{Map, Value as Json};
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::{Arc, OnceLock, RwLock};
+
+/// The largest output one call may allocate.
+pub const MAX_OUTPUT_BYTES: u64 = 4 << 30;
+
+/// An adopted op table; released when the last user drops it.
+pub struct NativeOp {
+    table: *mut OpV1,
+    name: String,
+    kind: u32,
+}
+
+// SAFETY: the ABI requires `run` to be callable from any thread at once and
+// the table to be immutable after export.
+unsafe impl Send for NativeOp {}
+// SAFETY: as above.
+unsafe impl Sync for NativeOp {}
+
+impl Drop for NativeOp {
+    fn drop(&mut self) {
+        // SAFETY: the table was adopted once (register) and is released once, here.
+        unsafe { ((*self.table).release)((*self.table).ctx, self.table) };
+    }
+}
+
+fn registry() -> &'static RwLock<HashMap<String, Arc<NativeOp>>> {
+    static OPS: OnceLock<RwLock<HashMap<String, Arc<NativeOp>>>> = OnceLock::new();
+    OPS.get_or_init(Default::default)
+}
+
+/// Adopts the table a plugin exported as op `name` (decode or transform, as
+/// registered): checks the handshake and that the table names the same op
+/// and kind. The same table registered again is a no-op.
+///
+/// # Safety
+/// `table` must come from a capsule named `dataio.op.v1` whose ownership
+/// passes to the core with this call (the capsule has no destructor).
+pub unsafe fn register(name: &str, expect_decode: bool, table: *mut OpV1) -> Result<()> {
+    // SAFETY: forwarded from the caller.
+    unsafe { check_op_table(table) }.map_err(|e| Error::invalid(format!("op {name}: {e}")))?;
+    // SAFETY: checked readable above.
+    let (own, k) = unsafe { ((*table).name.as_str().to_string(), (*table).kind) };
+    if own != name {
+        return Err(Error::invalid(format!("op {name}: the plugin's table is named {own:?}")));
+    }
+    let want = if expect_decode { kind::DECODE } else { kind::TRANSFORM };
+    if k != want {
+        let says = |k: u32| if k == kind::DECODE { "decode" } else { "transform" };
+        return Err(Error::invalid(format!(
+            "op {name}: registered as kind={:?} but its table says {:?}",
+            says(want),
+            says(k)
+        )));
+    }
+    let mut ops = registry().write().unwrap_or_else(|p| p.into_inner());
+    if let Some(old) = ops.get(name) {
+        if old.table == table {
+            return Ok(());
+        }
+    }
+    ops.insert(name.to_string(), Arc::new(NativeOp { table, name: own, kind: k }));
+    Ok(())
+}
+
+/// Forgets op `name` (its table is released once no call uses it).
+pub fn unregister(name: &str) -> bool {
+    registry().write().unwrap_or_else(|p| p.into_inner()).remove(name).is_some()
+}
+
+/// The native op registered as `name`.
+pub fn get(name: &str) -> Option<Arc<NativeOp>> {
+    registry().read().unwrap_or_else(|p| p.into_inner()).get(name).cloned()
+}
+
+/// Names of the registered native ops.
+pub fn names() -> Vec<String> {
+    let mut v: Vec<String> = registry().read().unwrap_or_else(|p| p.into_inner()).keys().cloned().collect();
+    v.sort();
+    v
+}
+
+/// The key of one call's random draws.
+#[derive(Debug, Clone, Copy)]
+pub struct CallKey {
+    pub seed: Option<u64>,
+    pub epoch: u64,
+    pub index: u64,
+    pub stream: u64,
+}
+
+struct OutState {
+    tensor: Option<Tensor>,
+    failure: Option<(i32, String)>,
+}
+
+unsafe extern "C" fn alloc_out(core: *mut c_void, dtype: Str, ndim: u32, shape: *const u64) -> *mut u8 {
+    // SAFETY: `core` is the OutState of the running call (see `NativeOp::call`).
+    let st = unsafe { &mut *(core as *mut OutState) };
+    if st.tensor.is_some() {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: a live UTF-8 string for the call, by the ABI.
+    let Ok(dt) = DType::parse(unsafe { dtype.as_str() }) else { return std::ptr::null_mut() };
+    let dims: Vec<usize> = if ndim == 0 || shape.is_null() {
+        Vec::new()
+    } else {
+        // SAFETY: `ndim` dims at `shape`, live for the call, by the ABI.
+        unsafe { std::slice::from_raw_parts(shape, ndim as usize) }.iter().map(|&d| d as usize).collect()
+    };
+    let bytes = dims.iter().try_fold(dt.size() as u64, |acc, &d| acc.checked_mul(d as u64));
+    let Some(n) = bytes.filter(|&n| n <= MAX_OUTPUT_BYTES) else { return std::ptr::null_mut() };
+    let buf = Arc::new(AlignedBuf::new(n as usize, false));
+    let ptr = buf.as_mut_ptr();
+    st.tensor = Some(Tensor { dtype: dt, shape: dims, buf, offset: 0 });
+    ptr
+}
+
+unsafe extern "C" fn fail_out(core: *mut c_void, code: i32, msg: Str) {
+    // SAFETY: as in alloc_out.
+    let st = unsafe { &mut *(core as *mut OutState) };
+    // SAFETY: `msg` is live UTF-8 for the call, by the ABI.
+    st.failure = Some((code, unsafe { msg.as_str() }.to_string()));
+}
+
+impl NativeOp {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn is_decoder(&self) -> bool {
+        self.kind == kind::DECODE
+    }
+
+    /// Decodes `data` (read from `uri`) into a tensor.
+    pub fn decode(&self, data: &[u8], params: &Map<String, Json>, key: CallKey, uri: &str) -> Result<Tensor> {
+        let empty = TensorV1 { dtype: Str::new(""), ndim: 0, shape: std::ptr::null(), data: std::ptr::null(), len: 0 };
+        self.call(data, empty, params, key, uri)
+    }
+
+    /// Transforms `input` into a new tensor.
+    pub fn transform(&self, input: &Tensor, params: &Map<String, Json>, key: CallKey, uri: &str) -> Result<Tensor> {
+        let shape: Vec<u64> = input.shape.iter().map(|&d| d as u64).collect();
+        let bytes = input.bytes();
+        let t = TensorV1 {
+            dtype: Str::new(input.dtype.name()),
+            ndim: shape.len() as u32,
+            shape: shape.as_ptr(),
+            data: bytes.as_ptr(),
+            len: bytes.len(),
+        };
+        self.call(&[], t, params, key, uri)
+    }
+
+    fn call(
+        &self,
+        data: &[u8],
+        input: TensorV1,
+        params: &Map<String, Json>,
+        key: CallKey,
+        uri: &str,
+    ) -> Result<Tensor> {
+        let params = serde_json::to_string(params).map_err(|e| Error::invalid(e.to_string()))?;
+        let call = OpCallV1 {
+            data: data.as_ptr(),
+            len: data.len(),
+            input,
+            params: Str::new(&params),
+            seed: key.seed.unwrap_or(0),
+            seeded: key.seed.is_some() as u8,
+            epoch: key.epoch,
+            index: key.index,
+            stream: key.stream,
+            uri: Str::new(uri),
+        };
+        let mut st = OutState { tensor: None, failure: None };
+        let out = OpOutV1 { core: &mut st as *mut OutState as *mut c_void, alloc: alloc_out, fail: fail_out };
+        // SAFETY: an adopted table; every pointer in `call` and `out` lives
+        // until the call returns, as the ABI requires.
+        let code = unsafe { ((*self.table).run)((*self.table).ctx, &call, &out) };
+        match (code, st.tensor, st.failure) {
+            (status::OK, Some(t), None) => Ok(t),
+            (status::OK, None, None) => Err(Error::decode(&self.name, "the plugin op returned no output")),
+            (_, _, failure) => {
+                let (c, msg) = failure.unwrap_or((code, format!("status {code} without a message")));
+                let c = if code != status::OK { code } else { c };
+                Err(match c {
+                    status::INVALID_ARGUMENT => Error::invalid(format!("op {}: {msg}", self.name)),
+                    status::CORRUPT => Error::decode(&self.name, msg),
+                    status::PANIC => Error::decode(&self.name, msg),
+                    _ => Error::decode(&self.name, msg),
+                })
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dataio_abi::ops::{export_op, Call, ExportOp, Output};
+    use dataio_abi::AbiError;
+
+    struct Invert;
+    impl ExportOp for Invert {
+        fn name(&self) -> &str {
+            "test_invert"
+        }
+        fn kind(&self) -> u32 {
+            kind::TRANSFORM
+        }
+        fn run(&self, call: &Call<'_>, out: &mut Output<'_>) -> std::result::Result<(), AbiError> {
+            let t = call.input.as_ref().ok_or_else(|| AbiError::new(status::INVALID_ARGUMENT, "no input"))?;
+            if t.dtype != "uint8" {
+                return Err(AbiError::new(status::INVALID_ARGUMENT, format!("needs uint8, got {}", t.dtype)));
+            }
+            let dst = out.alloc("uint8", &t.shape)?;
+            for (d, s) in dst.iter_mut().zip(t.data) {
+                *d = 255 - s;
+            }
+            Ok(())
+        }
+    }
+
+    struct Keyed;
+    impl ExportOp for Keyed {
+        fn name(&self) -> &str {
+            "test_keyed"
+        }
+        fn kind(&self) -> u32 {
+            kind::DECODE
+        }
+        fn run(&self, call: &Call<'_>, out: &mut Output<'_>) -> std::result::Result<(), AbiError> {
+            if call.data.is_empty() {
+                return Err(AbiError::new(status::CORRUPT, "no bytes"));
+            }
+            if call.data == b"panic" {
+                panic!("asked to");
+            }
+            let dst = out.alloc("uint64", &[2])?;
+            dst[..8].copy_from_slice(&call.key.draw(0).to_le_bytes());
+            dst[8..].copy_from_slice(&(call.data.len() as u64).to_le_bytes());
+            Ok(())
+        }
+    }
+
+    fn key(epoch: u64) -> CallKey {
+        CallKey { seed: Some(1), epoch, index: 7, stream: 3 }
+    }
+
+    #[test]
+    fn a_registered_table_runs_and_reports_failures_by_kind() {
+        // SAFETY: fresh tables from export_op, handed over once each.
+        unsafe {
+            register("test_invert", false, export_op(Invert)).unwrap();
+            register("test_keyed", true, export_op(Keyed)).unwrap();
+        }
+        let inv = get("test_invert").unwrap();
+        let t = Tensor::from_vec_u8(vec![2, 2, 1], &[0, 10, 200, 255]);
+        let out = inv.transform(&t, &Map::new(), key(0), "mem://x").unwrap();
+        assert_eq!(out.bytes(), &[255, 245, 55, 0]);
+        let bad = Tensor::from_bytes(DType::F32, vec![1], &[0; 4]).unwrap();
+        let e = inv.transform(&bad, &Map::new(), key(0), "mem://x").unwrap_err();
+        assert!(e.to_string().contains("needs uint8"), "{e}");
+
+        let k = get("test_keyed").unwrap();
+        let a = k.decode(b"abc", &Map::new(), key(0), "mem://x").unwrap();
+        assert_eq!(a.bytes(), k.decode(b"abc", &Map::new(), key(0), "mem://x").unwrap().bytes());
+        assert_ne!(a.bytes(), k.decode(b"abc", &Map::new(), key(1), "mem://x").unwrap().bytes());
+        let e = k.decode(b"", &Map::new(), key(0), "mem://x").unwrap_err();
+        assert!(e.to_string().contains("no bytes"), "{e}");
+        let e = k.decode(b"panic", &Map::new(), key(0), "mem://x").unwrap_err();
+        assert!(e.to_string().contains("panicked: asked to"), "{e}");
+        assert!(unregister("test_keyed") && get("test_keyed").is_none());
+    }
+
+    #[test]
+    fn a_table_of_another_name_or_kind_is_refused() {
+        // SAFETY: fresh tables, handed over once each (refused ones leak, a test).
+        unsafe {
+            let e = register("other", false, export_op(Invert)).unwrap_err();
+            assert!(e.to_string().contains("named \"test_invert\""), "{e}");
+            let e = register("test_invert2", true, export_op(Invert)).unwrap_err();
+            assert!(e.to_string().contains("table is named"), "{e}");
+            let e = register("test_invert", true, export_op(Invert)).unwrap_err();
+            assert!(e.to_string().contains("kind=\"decode\""), "{e}");
+            let e = register("x", true, std::ptr::null_mut()).unwrap_err();
+            assert!(e.to_string().contains("null op table"), "{e}");
+        }
+    }
+}

@@ -1,0 +1,209 @@
+"""Native plugin ops through the op ABI (``dataio_abi::ops``): the test
+plugin ``dataio-nativeops`` (tests/plugins/dataio-nativeops, a pyo3 module
+built by ``nox -s tests``) registers a decoder (``decode_pgm``) and two
+transforms (``native_invert``, ``native_jitter``) as ``dataio.op.v1``
+capsules; the engine adopts the tables and runs them on its CPU pool
+without the GIL, with the same keyed randomness, resume and error naming as
+its built-in ops."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from typing import Any
+
+import numpy as np
+import pytest
+
+import dataio
+import dataio._opcall
+from dataio import _native
+from dataio._plugins import host
+from dataio.errors import InvalidArgumentError, PlanError, RowError
+from dataio.plugins import list_ops
+
+N = 24
+
+
+def pgm(h: int, w: int, value: int) -> bytes:
+    """A binary PGM whose pixel i is (value + i) % 256."""
+    return f"P5 {w} {h} 255\n".encode() + bytes((value + i) % 256 for i in range(h * w))
+
+
+def reference(h: int, w: int, value: int) -> np.ndarray:
+    return np.array([(value + i) % 256 for i in range(h * w)], np.uint8).reshape(h, w, 1)
+
+
+RECORDS = [{"key": f"r{i:03d}", "img": pgm(3, 4, 10 * i)} for i in range(N)]
+
+
+def rows(pipe: Any, records: Any = RECORDS, **run: Any) -> dict[str, np.ndarray]:
+    """Every delivered sample by key."""
+    out = {}
+    with pipe.bind(records).run("numpy", **run) as loader:
+        for b in loader:
+            for k, a in zip(b.keys, b["img"]):
+                out[k] = np.array(a)
+    return out
+
+
+def test_the_plugin_registers_native_ops_that_every_listing_sees() -> None:
+    ops = list_ops()
+    for name, kind in (("decode_pgm", "decode"), ("native_invert", "transform"), ("native_jitter", "transform")):
+        assert ops[name].plugin == "nativeops" and ops[name].kind == kind and ops[name].native, ops[name]
+        assert name in _native.native_ops()
+    listed = subprocess.run([sys.executable, "-m", "dataio"], capture_output=True, text=True, check=True).stdout
+    assert "decode_pgm" in listed and "native_jitter" in listed, listed
+
+
+def test_decode_and_transforms_run_natively_and_never_call_python(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: Any) -> Any:
+        raise AssertionError(f"a native op went through Python: {args[:2]}")
+
+    monkeypatch.setattr(dataio._opcall, "call_plugin_op", refuse)
+    pipe = dataio.pipeline(dataio.slot("img").decode_pgm().native_invert(), dataio.batch(5))
+    got = rows(pipe)
+    assert sorted(got) == [r["key"] for r in RECORDS]
+    for i, r in enumerate(RECORDS):
+        assert np.array_equal(got[r["key"]], 255 - reference(3, 4, 10 * i)), r["key"]
+
+
+def test_a_native_decoders_output_reenters_the_fused_image_chain() -> None:
+    pipe = dataio.pipeline(dataio.slot("img").decode_pgm().resize(h=6, w=8).normalize((0.0, 1.0)), dataio.batch(4))
+    with pipe.bind(RECORDS[:4]).run("numpy") as loader:
+        b = next(iter(loader))
+    assert b["img"].shape == (4, 1, 6, 8) and b["img"].dtype == np.float32
+
+
+def test_keyed_draws_are_deterministic_per_seed_epoch_and_record_and_equal_under_any_concurrency() -> None:
+    pipe = dataio.pipeline(dataio.slot("img").decode_pgm().native_jitter(amount=20), dataio.batch(4))
+    base = {r["key"]: reference(3, 4, 10 * i).astype(np.int64) for i, r in enumerate(RECORDS)}
+    a = rows(pipe, seed=7, concurrency=1)
+    assert a.keys() == base.keys()
+    assert all(np.array_equal(a[k], rows(pipe, seed=7, concurrency=16)[k]) for k in a)
+    offsets = set()
+    for k, arr in a.items():
+        # One offset per sample, saturating: wherever no clipping happened the
+        # difference to the decoded pixels is the same.
+        d = arr.astype(np.int64) - base[k]
+        inside = (arr > 0) & (arr < 255)
+        assert len(set(d[inside].tolist())) <= 1, (k, d)
+        offsets.update(d[inside].tolist())
+    assert len(offsets) > 3 and all(-20 <= o <= 20 for o in offsets), offsets
+    assert any(not np.array_equal(a[k], rows(pipe, seed=8)[k]) for k in a)
+    with pipe.bind(RECORDS).run("numpy", seed=7) as loader:
+        e0 = {k: np.array(x) for b in loader for k, x in zip(b.keys, b["img"])}
+        e1 = {k: np.array(x) for b in loader for k, x in zip(b.keys, b["img"])}
+    assert all(np.array_equal(e0[k], a[k]) for k in a)
+    assert any(not np.array_equal(e0[k], e1[k]) for k in a), "epoch 1 draws again"
+
+
+def test_resume_mid_epoch_delivers_the_same_native_results() -> None:
+    pipe = dataio.pipeline(dataio.slot("img").decode_pgm().native_jitter(amount=9), dataio.batch(4))
+    whole = rows(pipe, seed=3)
+    with pipe.bind(RECORDS).run("numpy", seed=3) as loader:
+        it = iter(loader)
+        first = [next(it), next(it)]
+        state = loader.state_dict()
+    seen = {k: np.array(x) for b in first for k, x in zip(b.keys, b["img"])}
+    with pipe.bind(RECORDS).run("numpy", seed=3) as loader:
+        loader.load_state_dict(state)
+        for b in loader:
+            for k, x in zip(b.keys, b["img"]):
+                assert k not in seen
+                seen[k] = np.array(x)
+    assert seen.keys() == whole.keys() and all(np.array_equal(seen[k], whole[k]) for k in whole)
+
+
+def test_bad_bytes_are_a_row_error_naming_the_op_record_and_slot_and_skip_goes_on() -> None:
+    bad = [dict(r) for r in RECORDS[:8]]
+    bad[2]["img"] = b"P5 4 3 255\n" + b"\x00" * 5  # truncated
+    bad[5]["img"] = b"GIF89a not a pgm"
+    pipe = dataio.pipeline(dataio.slot("img").decode_pgm().native_invert(), dataio.batch(4))
+    with pytest.raises(RowError) as e:
+        rows(pipe, bad)
+    assert e.value.op == "decode_pgm" and e.value.key == "r002" and e.value.slot == "img", e.value
+    assert "truncated" in str(e.value)
+    with pipe.bind(bad).run("numpy", on_failure="skip") as loader:
+        keys = [k for b in loader for k in b.keys]
+        failed = loader.stats()["records_failed"]
+    assert sorted(keys) == sorted(r["key"] for i, r in enumerate(bad) if i not in (2, 5)) and failed == 2
+
+
+def test_a_transform_refusing_its_input_is_named() -> None:
+    pipe = dataio.pipeline(dataio.slot("img").decode_pgm().cast("float32").native_invert(), dataio.batch(4))
+    with pytest.raises(RowError) as e:
+        rows(pipe, RECORDS[:4])
+    assert e.value.op == "native_invert" and "needs a uint8 tensor" in str(e.value), e.value
+
+
+def test_parameters_are_checked_when_the_pipeline_is_written() -> None:
+    with pytest.raises(PlanError, match="amount"):
+        dataio.slot("img").decode_pgm().native_jitter(amount="lots")
+    with pytest.raises(PlanError, match="strength"):
+        dataio.slot("img").decode_pgm().native_jitter(strength=3)
+    # A value the type allows and the op refuses: the op's own message, at the row.
+    pipe = dataio.pipeline(dataio.slot("img").decode_pgm().native_jitter(amount=999), dataio.batch(4))
+    with pytest.raises(RowError, match="amount must be in 0..=255"):
+        rows(pipe, RECORDS[:4])
+
+
+def test_the_engine_refuses_a_table_of_another_name_or_kind_or_a_foreign_capsule() -> None:
+    from dataio_nativeops import _native as plugin
+
+    with pytest.raises(InvalidArgumentError, match="table is named"):
+        _native.register_native_op("some_other_name", plugin.op("native_invert"), "transform")
+    with pytest.raises(InvalidArgumentError, match="kind"):
+        _native.register_native_op("native_invert", plugin.op("native_invert"), "decode")
+    with pytest.raises(TypeError, match="dataio.op.v1"):
+        _native.register_native_op("native_invert", _native._abi_memory_backend(), "transform")
+    with pytest.raises(TypeError, match="capsule"):
+        _native.register_native_op("native_invert", lambda a: a, "transform")
+    cap = plugin.op("native_invert")
+    _native.register_native_op("native_invert", cap, "transform")  # a fresh table replaces the old
+    with pytest.raises(ValueError, match="already registered once"):
+        _native.register_native_op("native_invert", cap, "transform")
+    assert "native_invert" in _native.native_ops()
+
+
+def test_a_refused_native_table_is_the_plugins_problem_and_not_the_others() -> None:
+    from dataio_nativeops import _native as plugin
+
+    register = host._op_registrar("brokenplug")
+    # Registered under a name its table does not carry: refused, recorded, dropped.
+    register("mislabelled", plugin.op("native_jitter"), kind="transform")
+    assert host.op("mislabelled") is None
+    problems = [p for p in host.problems() if p.plugin == "brokenplug"]
+    assert problems and "mislabelled" in problems[0].message and "table is named" in problems[0].message
+    assert host.op("native_jitter") is not None and "native_jitter" in _native.native_ops()
+
+
+# -- the conformance suite a plugin author runs (dataio.testing.OpConformance) --
+
+from dataio.testing import OpConformance, PluginConformance  # noqa: E402 - the suites, after the direct tests
+
+
+class TestDecodePgmConforms(OpConformance):
+    op = "decode_pgm"
+    kind = "decode"
+    params = {"max_pixels": 4096}
+
+    @pytest.fixture
+    def samples(self) -> list[bytes]:
+        return [pgm(2 + i % 3, 3 + i % 4, i) for i in range(10)]
+
+
+class TestNativeJitterConforms(OpConformance):
+    op = "native_jitter"
+    kind = "transform"
+    params = {"amount": 5}
+
+    @pytest.fixture
+    def samples(self) -> list[np.ndarray]:
+        return [reference(2, 3, 7 * i) for i in range(10)]
+
+
+class TestTheNativeOpsPluginConforms(PluginConformance):
+    entry_point = "nativeops"
+    package = "dataio-nativeops"
+    ops = ("decode_pgm", "native_invert", "native_jitter")
