@@ -17,6 +17,18 @@ workers' processes), and the ratios to ``local``. For the Ray runs also the
 trainer's wait for each batch's results (``transfer_seconds`` per batch).
 
     python benchmarks/ray_scale.py [--images 1024] [--epochs 2] [--workers 1,2]
+                                   [--light] [--shards N] [--batches-per-task 1,2]
+
+``--light``: the light pipeline instead (decode → random_resized_crop(160) →
+hflip → normalize, ``batch(32)``), where the trainer's fixed costs per batch
+weigh most. ``--shards N``: the same JPEGs written with
+``webdataset.TarWriter`` into N tar shards and read through
+``dataio.tar_records`` (for Ray the trainer plans by reading every record,
+``records[i]``, and ships the sample bytes in the planned batches) instead of
+a list of file paths. ``--batches-per-task``: the Ray runs for each value
+(planned batches per actor call). Shard-scale Ray's figure (issue 32)::
+
+    python benchmarks/ray_scale.py --images 300 --light --shards 6 --workers 2 --batches-per-task 1,2,4 --epochs 5
 
 Needs dataio-ray (``pip install --find-links wheelhouse/ dataio-ray``, see the
 README's Install section) and the bench group's scikit-image for the JPEGs (``dataio_bench.datasets.build_images``). With
@@ -42,11 +54,38 @@ import numpy as np
 import dataio
 
 BATCH = 64
+LIGHT_BATCH = 32
 
 
 def image_pipeline() -> dataio.Pipeline:
     chain = dataio.slot("image").decode_image(mode="rgb").resize_short(256).center_crop(h=224, w=224).normalize("imagenet")
     return dataio.pipeline(chain, dataio.batch(BATCH, prefetch=4))
+
+
+def light_pipeline() -> dataio.Pipeline:
+    chain = dataio.slot("image").decode_image(mode="rgb").random_resized_crop(160, 160).hflip().normalize("imagenet")
+    return dataio.pipeline(chain, dataio.batch(LIGHT_BATCH))
+
+
+def tar_shards(files: list[str], shards: int, folder: Path) -> list[str]:
+    """The JPEGs in ``shards`` WebDataset tar shards (``{"__key__", "image"}``
+    per sample, in file order), written once under ``folder``."""
+    import webdataset as wds
+
+    folder.mkdir(parents=True, exist_ok=True)
+    per = [len(files) // shards + (1 if s < len(files) % shards else 0) for s in range(shards)]
+    urls, start = [], 0
+    for s, count in enumerate(per):
+        path = folder / f"shard-{s:04d}.tar"
+        if not path.exists():
+            tmp = path.with_suffix(".tmp")
+            with wds.TarWriter(str(tmp)) as sink:
+                for f in files[start : start + count]:
+                    sink.write({"__key__": Path(f).stem, "image": Path(f).read_bytes()})
+            os.replace(tmp, path)
+        urls.append(str(path))
+        start += count
+    return urls
 
 
 def measure(loader: Any, epochs: int) -> dict[str, float]:
@@ -109,15 +148,22 @@ def main() -> int:
     ap.add_argument("--images", type=int, default=1024)
     ap.add_argument("--epochs", type=int, default=2, help="timed epochs after a warm-up epoch (default 2)")
     ap.add_argument("--workers", default="1,2", help="worker counts of the Ray runs (default 1,2)")
+    ap.add_argument("--light", action="store_true", help="the light pipeline (random_resized_crop(160), hflip, normalize, batch(32))")
+    ap.add_argument("--shards", type=int, help="read the JPEGs from this many tar shards (dataio.tar_records)")
+    ap.add_argument("--batches-per-task", default="1", help="RayExecutor(batches_per_task=) values of the Ray runs (default 1)")
     ap.add_argument("--json", help="also write the results to this file")
     args = ap.parse_args()
     worker_counts = [int(x) for x in args.workers.split(",") if x]
+    per_task = [int(x) for x in args.batches_per_task.split(",") if x]
 
-    from dataio_bench.datasets import build_images
+    from dataio_bench.datasets import DATA_ROOT, build_images
 
     files = build_images(args.images, quiet=True)
-    records = [{"key": Path(f).stem, "image": f} for f in files]
-    pipe = image_pipeline()
+    records: Any = [{"key": Path(f).stem, "image": f} for f in files]
+    if args.shards:
+        records = dataio.tar_records(tar_shards(files, args.shards, DATA_ROOT / f"ray-scale-tar-{args.images}-{args.shards}"))
+    pipe = light_pipeline() if args.light else image_pipeline()
+    batch = LIGHT_BATCH if args.light else BATCH
     results: dict[str, dict[str, float]] = {}
 
     with pipe.bind(records).run("torch") as loader:
@@ -134,16 +180,20 @@ def main() -> int:
         ray.init(num_cpus=max(worker_counts), include_dashboard=False, log_to_driver=False)
     try:
         for n in worker_counts:
-            with RayExecutor(num_workers=n) as ex, pipe.bind(records).run("torch", executor=ex) as loader:
-                results[f"ray-{n}"] = measure(loader, args.epochs)
-            print(f"ray-{n}: {json.dumps(results[f'ray-{n}'])}", file=sys.stderr)
+            for k in per_task:
+                name = f"ray-{n}" + (f"/bpt{k}" if per_task != [1] else "")
+                with RayExecutor(num_workers=n, batches_per_task=k) as ex, pipe.bind(records).run("torch", executor=ex) as loader:
+                    results[name] = measure(loader, args.epochs)
+                print(f"{name}: {json.dumps(results[name])}", file=sys.stderr)
         results["transport"] = transport(max(32, args.images // BATCH))
     finally:
         ray.shutdown()
 
     base = results["local"]
     cores = len(os.sched_getaffinity(0))
-    print(f"{args.images} JPEGs, batch {BATCH}, {cores} cores, median of {args.epochs} epochs after a warm-up")
+    source = f"{args.shards} tar shards" if args.shards else "files"
+    kind = "light pipeline" if args.light else "matrix image pipeline"
+    print(f"{args.images} JPEGs from {source}, {kind}, batch {batch}, {cores} cores, median of {args.epochs} epochs after a warm-up")
     print(f"{'run':<10} {'samples/s':>10} {'× local':>8} {'trainer CPU ms/sample':>22} {'× local':>8} {'wait for results ms/batch':>26}")
     for name, r in results.items():
         if name == "transport":
@@ -160,7 +210,7 @@ def main() -> int:
         f"({t['trainer_cpu_ms_per_batch'] / BATCH:.3f} ms per sample)"
     )
     if args.json:
-        Path(args.json).write_text(json.dumps({"images": args.images, "cores": cores, "results": results}, indent=2))
+        Path(args.json).write_text(json.dumps({"images": args.images, "shards": args.shards, "light": args.light, "cores": cores, "results": results}, indent=2))
     return 0
 
 
