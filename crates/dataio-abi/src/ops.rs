@@ -39,6 +39,30 @@ pub mod kind {
     pub const TRANSFORM: u32 = 2;
 }
 
+/// Bits of [`OpV1::flags`].
+pub mod flags {
+    /// A decoder that reads its input by range: when the slot's field is a
+    /// URI, the core does not read the object first but gives the call a
+    /// [`super::ReaderV1`] over it (a video decoder reads one GOP of a large
+    /// file). Bytes already in memory (inline, a tar shard member) come as
+    /// `data`, with a reader over them.
+    pub const RANGED_INPUT: u32 = 1;
+}
+
+/// Ranged reads of a decoder's input (see [`flags::RANGED_INPUT`]).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ReaderV1 {
+    /// The input's size in bytes.
+    pub size: u64,
+    pub core: *mut c_void,
+    /// Fills exactly `len` bytes at `dst` from `offset` (`offset + len <=
+    /// size`) and returns OK, or returns another status (the core keeps the
+    /// reason and reports it if the op then fails). None when the call has
+    /// no reader (a transform, or a decoder without RANGED_INPUT).
+    pub read: Option<unsafe extern "C" fn(core: *mut c_void, offset: u64, len: u64, dst: *mut u8) -> i32>,
+}
+
 /// A C-contiguous tensor the core lends an op for one call.
 #[repr(C)]
 #[derive(Clone, Copy)]
@@ -71,6 +95,8 @@ pub struct OpCallV1 {
     pub stream: u64,
     /// Where the bytes came from, for messages ("" when given inline).
     pub uri: Str,
+    /// Ranged reads of the input (RANGED_INPUT decoders).
+    pub reader: ReaderV1,
 }
 
 /// How an op hands back its output or its failure.
@@ -94,6 +120,8 @@ pub struct OpV1 {
     pub struct_size: u32,
     /// [`kind::DECODE`] or [`kind::TRANSFORM`].
     pub kind: u32,
+    /// [`flags`] bits.
+    pub flags: u32,
     pub name: Str,
     pub ctx: *mut c_void,
     /// Runs the op; returns [`crate::status::OK`] with the output allocated
@@ -179,6 +207,40 @@ pub struct Call<'a> {
     pub params: &'a str,
     pub key: Key,
     pub uri: &'a str,
+    /// Ranged reads of the input (decoders that set [`flags::RANGED_INPUT`]).
+    pub reader: Option<Reader<'a>>,
+}
+
+/// Ranged reads of a decoder's input.
+pub struct Reader<'a> {
+    raw: ReaderV1,
+    _call: std::marker::PhantomData<&'a ()>,
+}
+
+impl Reader<'_> {
+    /// The input's size in bytes.
+    pub fn size(&self) -> u64 {
+        self.raw.size
+    }
+
+    /// Fills `dst` from `offset`.
+    pub fn read_at(&self, offset: u64, dst: &mut [u8]) -> Result<(), AbiError> {
+        let end = offset.checked_add(dst.len() as u64).filter(|&e| e <= self.raw.size);
+        if end.is_none() {
+            return Err(AbiError::new(
+                status::OUT_OF_RANGE,
+                format!("read of {} bytes at {offset} past the end ({} bytes)", dst.len(), self.raw.size),
+            ));
+        }
+        let read = self.raw.read.ok_or_else(|| AbiError::new(status::UNSUPPORTED, "no reader"))?;
+        // SAFETY: the core's reader, valid for the call, filling exactly dst.len() bytes.
+        let code = unsafe { read(self.raw.core, offset, dst.len() as u64, dst.as_mut_ptr()) };
+        if code == status::OK {
+            Ok(())
+        } else {
+            Err(AbiError::new(code, format!("reading {} bytes at {offset} failed", dst.len())))
+        }
+    }
 }
 
 /// A borrowed input tensor.
@@ -239,6 +301,10 @@ pub trait ExportOp: Send + Sync + 'static {
     fn name(&self) -> &str;
     /// [`kind::DECODE`] or [`kind::TRANSFORM`].
     fn kind(&self) -> u32;
+    /// [`flags`] bits (none by default).
+    fn flags(&self) -> u32 {
+        0
+    }
     /// Runs on one sample: allocate the output with `out.alloc` and fill it.
     fn run(&self, call: &Call<'_>, out: &mut Output<'_>) -> Result<(), AbiError>;
 }
@@ -253,6 +319,7 @@ struct Exported<T: ExportOp> {
 pub fn export_op<T: ExportOp>(op: T) -> *mut OpV1 {
     let name: Box<str> = op.name().into();
     let kind = op.kind();
+    let op_flags = op.flags();
     let ctx = Box::into_raw(Box::new(Exported { op, name })) as *mut c_void;
     // SAFETY: `ctx` was just made from a Box<Exported<T>> and lives until release.
     let name = unsafe { Str::new(&(*(ctx as *const Exported<T>)).name) };
@@ -260,6 +327,7 @@ pub fn export_op<T: ExportOp>(op: T) -> *mut OpV1 {
         abi_version: OP_ABI_VERSION,
         struct_size: std::mem::size_of::<OpV1>() as u32,
         kind,
+        flags: op_flags,
         name,
         ctx,
         run: run_exported::<T>,
@@ -334,6 +402,7 @@ unsafe fn borrow_call<'a>(call: &'a OpCallV1) -> Call<'a> {
         },
         // SAFETY: as above.
         uri: unsafe { call.uri.as_str() },
+        reader: call.reader.read.map(|_| Reader { raw: call.reader, _call: std::marker::PhantomData }),
     }
 }
 

@@ -193,6 +193,16 @@ class TestDecodePgmConforms(OpConformance):
         return [pgm(2 + i % 3, 3 + i % 4, i) for i in range(10)]
 
 
+class TestDecodePgmRangedConforms(OpConformance):
+    op = "decode_pgm_ranged"
+    kind = "decode"
+    params = {"max_pixels": 4096}
+
+    @pytest.fixture
+    def samples(self) -> list[bytes]:
+        return [pgm(2 + i % 3, 3 + i % 4, i) + b"tail" for i in range(10)]
+
+
 class TestNativeJitterConforms(OpConformance):
     op = "native_jitter"
     kind = "transform"
@@ -206,4 +216,41 @@ class TestNativeJitterConforms(OpConformance):
 class TestTheNativeOpsPluginConforms(PluginConformance):
     entry_point = "nativeops"
     package = "dataio-nativeops"
-    ops = ("decode_pgm", "native_invert", "native_jitter")
+    ops = ("decode_pgm", "decode_pgm_ranged", "native_invert", "native_jitter")
+
+
+# -- a decoder that reads its input by range (flags::RANGED_INPUT) --
+
+
+def test_a_ranged_decoder_reads_the_ranges_it_needs_not_the_object(tmp_path: Any) -> None:
+    tail = b"\xee" * (1 << 20)  # a megabyte after each image the decoder must never read
+    records = []
+    for i in range(6):
+        path = tmp_path / f"img{i}.pgm"
+        path.write_bytes(pgm(5, 7, 3 * i) + tail)
+        records.append({"key": f"f{i}", "img": str(path)})
+    pipe = dataio.pipeline(dataio.slot("img").decode_pgm_ranged().native_invert(), dataio.batch(3))
+    with pipe.bind(records).run("numpy") as loader:
+        got = {k: np.array(x) for b in loader for k, x in zip(b.keys, b["img"])}
+        read = loader.stats()["bytes_read"]
+    for i in range(6):
+        assert np.array_equal(got[f"f{i}"], 255 - reference(5, 7, 3 * i))
+    # The header read (64 bytes) and the 35 pixels per image, nothing of the tail.
+    assert read == 6 * (64 + 35), read
+    # Bytes already in memory (inline, a shard member) come through the same reader.
+    inline = [{"key": f"b{i}", "img": pgm(5, 7, 3 * i) + b"junk"} for i in range(3)]
+    assert all(np.array_equal(v, rows(pipe, inline)[k]) for k, v in {f"b{i}": got[f"f{i}"] for i in range(3)}.items())
+
+
+def test_a_ranged_decoder_on_a_short_or_missing_object_fails_the_row_by_name(tmp_path: Any) -> None:
+    short = tmp_path / "short.pgm"
+    short.write_bytes(pgm(5, 7, 0)[:30])
+    missing = tmp_path / "missing.pgm"
+    pipe = dataio.pipeline(dataio.slot("img").decode_pgm_ranged(), dataio.batch(1))
+    with pytest.raises(RowError) as e:
+        rows(pipe, [{"key": "s", "img": str(short)}])
+    assert e.value.op == "decode_pgm_ranged" and "truncated" in str(e.value) and e.value.uri == str(short), e.value
+    with pytest.raises(RowError) as e:
+        rows(pipe, [{"key": "m", "img": str(missing)}])
+    assert e.value.key == "m" and "missing.pgm" in str(e.value), e.value
+    assert isinstance(e.value.__cause__ or e.value, Exception)

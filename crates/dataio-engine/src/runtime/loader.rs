@@ -7,6 +7,7 @@
 
 use super::batch::{Batch, BatchBuilder, RowMeta};
 use super::delivery::Delivery;
+use super::native_ops;
 use super::planner::{self, Explicit, PlanOptions, PlannedSource, Planner};
 use super::record::{Record, Value};
 use super::slot::{decoder_name, eval_field_pred, run_slot, Dest, ExternalOps, SampleKey, SlotInput, SlotOut};
@@ -473,6 +474,9 @@ enum Input {
     Inline(Arc<dyn Backend>, String),
     /// A URI whose reads wait on a network: fetched on the IO runtime first.
     Remote(Arc<dyn Backend>, String),
+    /// A URI a ranged plugin decoder reads itself, by range, on the CPU
+    /// thread that decodes it (nothing is fetched first).
+    Ranged(Arc<dyn Backend>, String),
     Missing,
 }
 
@@ -493,7 +497,9 @@ fn classify(plan: &Plan, rec: &Record, idx: u64) -> Vec<Result<Input>> {
                     slot.field
                 ))),
                 Some(Value::Str(s)) => registry::backend_for(s).map(|(b, _)| {
-                    if b.capabilities().mapped {
+                    if reads_ranges(&slot.decoder) {
+                        Input::Ranged(b, s.clone())
+                    } else if b.capabilities().mapped {
                         Input::Inline(b, s.clone())
                     } else {
                         Input::Remote(b, s.clone())
@@ -513,6 +519,41 @@ fn classify(plan: &Plan, rec: &Record, idx: u64) -> Vec<Result<Input>> {
             })
         })
         .collect()
+}
+
+/// Whether the slot's decoder is a native plugin op that reads its input by range.
+fn reads_ranges(decoder: &crate::plan::Decoder) -> bool {
+    match decoder {
+        crate::plan::Decoder::External { name, .. } => native_ops::get(name).is_some_and(|op| op.reads_ranges()),
+        _ => false,
+    }
+}
+
+/// An object a ranged decoder reads: its size from one `head`, each range
+/// counted in the loader's bytes read.
+struct StoreObject {
+    sh: Arc<Shared>,
+    backend: Arc<dyn Backend>,
+    uri: String,
+    size: u64,
+}
+
+impl native_ops::RangeSource for StoreObject {
+    fn size(&self) -> u64 {
+        self.size
+    }
+    fn read_at(&self, offset: u64, dst: &mut [u8]) -> Result<()> {
+        let n = pools::block_on(self.backend.read_into(&self.uri, offset, dst))?;
+        self.sh.counters.bytes_read.fetch_add(n as u64, Ordering::Relaxed);
+        if n != dst.len() {
+            return Err(Error::corrupt(
+                &self.uri,
+                "object",
+                format!("{n} bytes at {offset} where {} were asked", dst.len()),
+            ));
+        }
+        Ok(())
+    }
 }
 
 fn dispatch(sh: Arc<Shared>, builder: Arc<BatchBuilder>, row: usize, idx: u64, rec: Record) {
@@ -629,6 +670,11 @@ fn process_row(
                 sh.read_took(idx, t0.elapsed().as_nanos() as u64);
                 sh.counters.bytes_read.fetch_add(data.len() as u64, Ordering::Relaxed);
                 (SlotInput::Data(data), Some(u))
+            }
+            Input::Ranged(b, u) => {
+                let size = pools::block_on(b.head(&u)).map_err(|e| e.in_row(ctx("read", Some(u.clone()))))?.size;
+                let object = StoreObject { sh: sh.clone(), backend: b, uri: u.clone(), size };
+                (SlotInput::Object(Arc::new(object)), Some(u))
             }
             Input::Remote(_, u) => unreachable!("remote input {u} should have been fetched"),
         };

@@ -9,7 +9,7 @@
 
 use crate::base::error::{Error, Result};
 use crate::base::tensor::{AlignedBuf, DType, Tensor};
-use dataio_abi::ops::{check_op_table, kind, OpCallV1, OpOutV1, OpV1, TensorV1};
+use dataio_abi::ops::{check_op_table, flags, kind, OpCallV1, OpOutV1, OpV1, ReaderV1, TensorV1};
 use dataio_abi::{status, Str};
 use serde_json::{Map, Value as Json};
 use std::collections::HashMap;
@@ -24,6 +24,57 @@ pub struct NativeOp {
     table: *mut OpV1,
     name: String,
     kind: u32,
+    flags: u32,
+}
+
+/// What a ranged decoder reads its input from: an object through its
+/// backend, or bytes in memory.
+pub trait RangeSource {
+    fn size(&self) -> u64;
+    /// Fills `dst` from `offset` (within `size`).
+    fn read_at(&self, offset: u64, dst: &mut [u8]) -> Result<()>;
+}
+
+/// Bytes already in memory, read by range.
+pub struct InMemory<'a>(pub &'a [u8]);
+
+impl RangeSource for InMemory<'_> {
+    fn size(&self) -> u64 {
+        self.0.len() as u64
+    }
+    fn read_at(&self, offset: u64, dst: &mut [u8]) -> Result<()> {
+        let at = offset as usize;
+        let src = self.0.get(at..at + dst.len()).ok_or_else(|| Error::invalid("read past the end"))?;
+        dst.copy_from_slice(src);
+        Ok(())
+    }
+}
+
+struct ReadState<'a> {
+    source: &'a dyn RangeSource,
+    /// The first failed read, reported in place of the op's message.
+    error: Option<Error>,
+}
+
+unsafe extern "C" fn read_input(core: *mut c_void, offset: u64, len: u64, dst: *mut u8) -> i32 {
+    // SAFETY: `core` is the ReadState of the running call (see `NativeOp::call`).
+    let st = unsafe { &mut *(core as *mut ReadState<'_>) };
+    if offset.checked_add(len).is_none_or(|end| end > st.source.size()) || (len > 0 && dst.is_null()) {
+        return status::OUT_OF_RANGE;
+    }
+    if len == 0 {
+        return status::OK;
+    }
+    // SAFETY: the op passes a buffer of `len` writable bytes, by the ABI.
+    let buf = unsafe { std::slice::from_raw_parts_mut(dst, len as usize) };
+    match st.source.read_at(offset, buf) {
+        Ok(()) => status::OK,
+        Err(e) => {
+            let code = if e.is_transient() { status::TRANSIENT } else { status::BACKEND };
+            st.error.get_or_insert(e);
+            code
+        }
+    }
 }
 
 // SAFETY: the ABI requires `run` to be callable from any thread at once and
@@ -74,7 +125,9 @@ pub unsafe fn register(name: &str, expect_decode: bool, table: *mut OpV1) -> Res
             return Ok(());
         }
     }
-    ops.insert(name.to_string(), Arc::new(NativeOp { table, name: own, kind: k }));
+    // SAFETY: checked readable above.
+    let op_flags = unsafe { (*table).flags };
+    ops.insert(name.to_string(), Arc::new(NativeOp { table, name: own, kind: k, flags: op_flags }));
     Ok(())
 }
 
@@ -147,10 +200,31 @@ impl NativeOp {
         self.kind == kind::DECODE
     }
 
+    /// Whether this decoder reads its input by range (the loader then hands
+    /// it a URI's object unread; see [`NativeOp::decode_ranged`]).
+    pub fn reads_ranges(&self) -> bool {
+        self.kind == kind::DECODE && self.flags & flags::RANGED_INPUT != 0
+    }
+
     /// Decodes `data` (read from `uri`) into a tensor.
     pub fn decode(&self, data: &[u8], params: &Map<String, Json>, key: CallKey, uri: &str) -> Result<Tensor> {
-        let empty = TensorV1 { dtype: Str::new(""), ndim: 0, shape: std::ptr::null(), data: std::ptr::null(), len: 0 };
-        self.call(data, empty, params, key, uri)
+        if self.reads_ranges() {
+            return self.decode_ranged(Some(data), &InMemory(data), params, key, uri);
+        }
+        self.call(data, no_tensor(), None, params, key, uri)
+    }
+
+    /// Decodes an input it reads by range from `source` (`data`: the same
+    /// bytes when they are in memory).
+    pub fn decode_ranged(
+        &self,
+        data: Option<&[u8]>,
+        source: &dyn RangeSource,
+        params: &Map<String, Json>,
+        key: CallKey,
+        uri: &str,
+    ) -> Result<Tensor> {
+        self.call(data.unwrap_or(&[]), no_tensor(), Some(source), params, key, uri)
     }
 
     /// Transforms `input` into a new tensor.
@@ -164,18 +238,28 @@ impl NativeOp {
             data: bytes.as_ptr(),
             len: bytes.len(),
         };
-        self.call(&[], t, params, key, uri)
+        self.call(&[], t, None, params, key, uri)
     }
 
     fn call(
         &self,
         data: &[u8],
         input: TensorV1,
+        source: Option<&dyn RangeSource>,
         params: &Map<String, Json>,
         key: CallKey,
         uri: &str,
     ) -> Result<Tensor> {
         let params = serde_json::to_string(params).map_err(|e| Error::invalid(e.to_string()))?;
+        let mut reads = source.map(|source| ReadState { source, error: None });
+        let reader = match reads.as_mut() {
+            Some(st) => ReaderV1 {
+                size: st.source.size(),
+                core: st as *mut ReadState<'_> as *mut c_void,
+                read: Some(read_input),
+            },
+            None => ReaderV1 { size: 0, core: std::ptr::null_mut(), read: None },
+        };
         let call = OpCallV1 {
             data: data.as_ptr(),
             len: data.len(),
@@ -187,6 +271,7 @@ impl NativeOp {
             index: key.index,
             stream: key.stream,
             uri: Str::new(uri),
+            reader,
         };
         let mut st = OutState { tensor: None, failure: None };
         let out = OpOutV1 { core: &mut st as *mut OutState as *mut c_void, alloc: alloc_out, fail: fail_out };
@@ -197,17 +282,23 @@ impl NativeOp {
             (status::OK, Some(t), None) => Ok(t),
             (status::OK, None, None) => Err(Error::decode(&self.name, "the plugin op returned no output")),
             (_, _, failure) => {
+                // A failed read of the input is the store's error (typed, with its URI).
+                if let Some(e) = reads.and_then(|r| r.error) {
+                    return Err(e);
+                }
                 let (c, msg) = failure.unwrap_or((code, format!("status {code} without a message")));
                 let c = if code != status::OK { code } else { c };
                 Err(match c {
                     status::INVALID_ARGUMENT => Error::invalid(format!("op {}: {msg}", self.name)),
-                    status::CORRUPT => Error::decode(&self.name, msg),
-                    status::PANIC => Error::decode(&self.name, msg),
                     _ => Error::decode(&self.name, msg),
                 })
             }
         }
     }
+}
+
+fn no_tensor() -> TensorV1 {
+    TensorV1 { dtype: Str::new(""), ndim: 0, shape: std::ptr::null(), data: std::ptr::null(), len: 0 }
 }
 
 #[cfg(test)]

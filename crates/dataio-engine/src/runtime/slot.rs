@@ -29,6 +29,14 @@ pub enum SlotInput {
     Data(Bytes),
     /// A scalar field value (for `decode_bytes` on numbers and bools).
     Scalar(Value),
+    /// An object a ranged plugin decoder reads by range itself.
+    Object(Arc<dyn native_ops::RangeSource + Send + Sync>),
+}
+
+impl std::fmt::Debug for dyn native_ops::RangeSource + Send + Sync {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RangeSource({} bytes)", self.size())
+    }
 }
 
 /// The result of a slot for one record.
@@ -600,6 +608,17 @@ fn run_slot_unguarded(
         (Decoder::External { name, params }, SlotInput::Data(data)) => {
             let t = plugin_decode(external, name, &data, params, key).map_err(|e| plugin_op_failed(name, e))?;
             finish_tensor(t, &slot.steps, key, record, external, dest)
+        }
+        (Decoder::External { name, params }, SlotInput::Object(object)) => {
+            let op = native_ops::get(name)
+                .ok_or_else(|| Error::invalid(format!("decoder {name} needs its plugin, which is not loaded here")))?;
+            let t = op
+                .decode_ranged(None, &*object, params, native_key(key, name), "")
+                .map_err(|e| plugin_op_failed(name, e))?;
+            finish_tensor(t, &slot.steps, key, record, external, dest)
+        }
+        (d, SlotInput::Object(_)) => {
+            Err(Error::invalid(format!("{} reads whole bytes, not an object by range", decoder_name(d))))
         }
         (d, SlotInput::Scalar(v)) => {
             Err(Error::decode(decoder_name(d), format!("expected bytes or a path, got the value {}", v.display())))

@@ -57,7 +57,7 @@ class PluginConformance:
             (list_ops(), self.ops),
         ):
             mine = sorted(name for name, reg in registered.items() if reg.plugin == self.entry_point)
-            assert mine == sorted(declared)
+            assert mine == sorted(declared), f"{self.entry_point} registers {mine}, declares {sorted(declared)}"
 
     def test_reports_its_row(self) -> None:
         row = self._row()

@@ -7,9 +7,12 @@
 //! * `native_invert` — `255 - x` on a uint8 tensor of any shape;
 //! * `native_jitter` — one keyed offset in `[-amount, amount]` per sample
 //!   added to every value (saturating): its draw comes from the call's key,
-//!   so it is the same on any worker and after a resume.
+//!   so it is the same on any worker and after a resume;
+//! * `decode_pgm_ranged` — `decode_pgm` reading its input by range
+//!   (`flags::RANGED_INPUT`): the header's first bytes, then the pixels,
+//!   never the rest of the object.
 
-use dataio_abi::ops::{export_op, kind, Call, ExportOp, Output, OP_CAPSULE_NAME};
+use dataio_abi::ops::{export_op, flags, kind, Call, ExportOp, Output, OP_CAPSULE_NAME};
 use dataio_abi::{status, AbiError};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -57,6 +60,33 @@ fn header_number(data: &[u8], at: &mut usize, what: &str) -> Result<u64, AbiErro
     text.parse().map_err(|_| corrupt(format!("the PGM {what} {text} is out of range")))
 }
 
+/// The PGM header of `data` (which may hold only the file's first bytes):
+/// (width, height, offset of the pixels).
+fn pgm_header(data: &[u8], call: &Call<'_>) -> Result<(u64, u64, usize), AbiError> {
+    if !data.starts_with(b"P5") {
+        return Err(corrupt("not a binary PGM (no 'P5' magic)"));
+    }
+    let mut at = 2;
+    let w = header_number(data, &mut at, "width")?;
+    let h = header_number(data, &mut at, "height")?;
+    let maxval = header_number(data, &mut at, "maxval")?;
+    if maxval == 0 || maxval > 255 {
+        return Err(corrupt(format!("maxval {maxval}: only 8-bit PGM (maxval 1..=255) is read")));
+    }
+    if w == 0 || h == 0 {
+        return Err(corrupt(format!("an empty image ({w}x{h})")));
+    }
+    let max_pixels = param_i64(call, "max_pixels", 1 << 24)?;
+    if w.saturating_mul(h) > max_pixels.max(0) as u64 {
+        return Err(invalid(format!("{w}x{h} is over max_pixels={max_pixels}")));
+    }
+    // One whitespace byte ends the header.
+    if at >= data.len() || !data[at].is_ascii_whitespace() {
+        return Err(corrupt("the PGM header does not end in whitespace"));
+    }
+    Ok((w, h, at + 1))
+}
+
 impl ExportOp for DecodePgm {
     fn name(&self) -> &str {
         "decode_pgm"
@@ -66,34 +96,45 @@ impl ExportOp for DecodePgm {
     }
     fn run(&self, call: &Call<'_>, out: &mut Output<'_>) -> Result<(), AbiError> {
         let data = call.data;
-        if !data.starts_with(b"P5") {
-            return Err(corrupt("not a binary PGM (no 'P5' magic)"));
-        }
-        let mut at = 2;
-        let w = header_number(data, &mut at, "width")?;
-        let h = header_number(data, &mut at, "height")?;
-        let maxval = header_number(data, &mut at, "maxval")?;
-        if maxval == 0 || maxval > 255 {
-            return Err(corrupt(format!("maxval {maxval}: only 8-bit PGM (maxval 1..=255) is read")));
-        }
-        if w == 0 || h == 0 {
-            return Err(corrupt(format!("an empty image ({w}x{h})")));
-        }
-        let max_pixels = param_i64(call, "max_pixels", 1 << 24)?;
-        if w.saturating_mul(h) > max_pixels.max(0) as u64 {
-            return Err(invalid(format!("{w}x{h} is over max_pixels={max_pixels}")));
-        }
-        // One whitespace byte ends the header.
-        if at >= data.len() || !data[at].is_ascii_whitespace() {
-            return Err(corrupt("the PGM header does not end in whitespace"));
-        }
-        at += 1;
+        let (w, h, at) = pgm_header(data, call)?;
         let n = (w * h) as usize;
         let pixels = data.get(at..at + n).ok_or_else(|| {
             corrupt(format!("truncated: {w}x{h} needs {n} pixel bytes, {} are there", data.len().saturating_sub(at)))
         })?;
         out.alloc("uint8", &[h, w, 1])?.copy_from_slice(pixels);
         Ok(())
+    }
+}
+
+struct DecodePgmRanged;
+
+/// Header bytes read first: enough for any PGM header this reader accepts.
+const HEADER_READ: u64 = 64;
+
+impl ExportOp for DecodePgmRanged {
+    fn name(&self) -> &str {
+        "decode_pgm_ranged"
+    }
+    fn kind(&self) -> u32 {
+        kind::DECODE
+    }
+    fn flags(&self) -> u32 {
+        flags::RANGED_INPUT
+    }
+    fn run(&self, call: &Call<'_>, out: &mut Output<'_>) -> Result<(), AbiError> {
+        let reader = call.reader.as_ref().ok_or_else(|| invalid("decode_pgm_ranged needs a reader"))?;
+        let mut head = vec![0u8; HEADER_READ.min(reader.size()) as usize];
+        reader.read_at(0, &mut head)?;
+        let (w, h, at) = pgm_header(&head, call)?;
+        let n = w * h;
+        if (at as u64).saturating_add(n) > reader.size() {
+            return Err(corrupt(format!(
+                "truncated: {w}x{h} needs {n} pixel bytes after the header, the object has {}",
+                reader.size()
+            )));
+        }
+        let dst = out.alloc("uint8", &[h, w, 1])?;
+        reader.read_at(at as u64, dst)
     }
 }
 
@@ -144,6 +185,7 @@ impl ExportOp for Jitter {
 fn op(py: Python<'_>, name: &str) -> PyResult<Py<PyAny>> {
     let table = match name {
         "decode_pgm" => export_op(DecodePgm),
+        "decode_pgm_ranged" => export_op(DecodePgmRanged),
         "native_invert" => export_op(Invert),
         "native_jitter" => export_op(Jitter),
         other => return Err(PyValueError::new_err(format!("no native op {other:?} here"))),

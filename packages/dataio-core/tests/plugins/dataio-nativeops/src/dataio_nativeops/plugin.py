@@ -14,6 +14,8 @@ from . import _native
 def dataio_register_ops(register: Any) -> None:
     register("decode_pgm", _native.op("decode_pgm"), kind="decode", params={"max_pixels": int},
              description="Binary PGM (P5, 8-bit) to uint8 [H, W, 1].")
+    register("decode_pgm_ranged", _native.op("decode_pgm_ranged"), kind="decode", params={"max_pixels": int},
+             description="decode_pgm, reading the header and the pixels by range, never the rest of the object.")
     register("native_invert", _native.op("native_invert"), kind="transform",
              description="255 - x on a uint8 tensor of any shape.")
     register("native_jitter", _native.op("native_jitter"), kind="transform", params={"amount": int},
