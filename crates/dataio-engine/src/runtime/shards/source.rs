@@ -71,6 +71,7 @@ struct Shard {
     mapped: bool,
 }
 
+#[derive(Clone)]
 struct Open {
     payload: Bytes,
     index: Arc<ShardIndex>,
@@ -105,6 +106,11 @@ pub struct ShardSet {
     counters: Arc<Counters>,
     /// The shard index the counts came from, when they came from one.
     counted_by: Option<String>,
+    /// Shards `record()` opened lately, most recent last: Python's
+    /// `records[i]` (planning for Ray, record maps) reads sample after sample
+    /// of the same few shards, and must not check and reopen a shard (a
+    /// `head`, its member table) per sample.
+    recent: Mutex<VecDeque<(usize, Open)>>,
 }
 
 /// Runs `f` over `0..n` on up to `threads` threads and returns the results
@@ -180,6 +186,7 @@ impl ShardSet {
             store: store.clone(),
             counters: Arc::new(Counters::default()),
             counted_by: given.as_ref().map(|g| g.source.clone()),
+            recent: Mutex::default(),
         };
         let threads = opts.parallelism;
         // Pass 1: identities, and the counts that cost no shard read.
@@ -234,7 +241,7 @@ impl ShardSet {
             counters.host_added_at_open.store(cache.host_bytes_added(), Ordering::Relaxed);
             counters.host_delivered_at_open.store(cache.host_bytes_delivered(), Ordering::Relaxed);
         }
-        Ok(Arc::new(ShardSet { shards, base, total, opts, store, counters, counted_by }))
+        Ok(Arc::new(ShardSet { shards, base, total, opts, store, counters, counted_by, recent: Mutex::default() }))
     }
 
     fn meta(uri: &str) -> Result<(Arc<dyn Backend>, ObjectMeta)> {
@@ -442,13 +449,18 @@ impl ShardSet {
         }
     }
 
+    /// Shards open at once: a window reads about `spread * window`
+    /// samples' worth of shards.
+    fn max_open(&self) -> usize {
+        let avg = (self.total / self.shards.len().max(1) as u64).max(1);
+        let spread = self.opts.spread.max(1);
+        ((spread * self.opts.window).div_ceil(avg) as usize + 3).max(4).max(spread as usize + 3)
+    }
+
     /// A record source over the set that reads `fields`, keeping at most
     /// `max_open` shards open.
     pub fn source(self: &Arc<Self>, fields: Vec<String>) -> ShardSource {
-        let avg = (self.total / self.shards.len().max(1) as u64).max(1);
-        // A window reads about `spread * window` samples' worth of shards at once.
-        let spread = self.opts.spread.max(1);
-        let max_open = ((spread * self.opts.window).div_ceil(avg) as usize + 3).max(4).max(spread as usize + 3);
+        let max_open = self.max_open();
         ShardSource {
             set: self.clone(),
             fields,
@@ -464,8 +476,26 @@ impl ShardSet {
     /// One record with every member (for Python's `records[i]`).
     pub fn record(self: &Arc<Self>, index: u64) -> Result<Record> {
         let (s, k) = self.locate(index)?;
-        let open = self.open_shard(s)?;
-        make_record(&self.shards[s], &open, k, None)
+        let hit = {
+            let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
+            let at = recent.iter().position(|(i, _)| *i == s);
+            at.and_then(|at| recent.remove(at)).inspect(|entry| recent.push_back(entry.clone()))
+        };
+        let open = match hit {
+            Some((_, open)) => open,
+            None => {
+                let open = self.open_shard(s)?;
+                let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
+                recent.push_back((s, open.clone()));
+                while recent.len() > self.max_open() {
+                    recent.pop_front();
+                }
+                open
+            }
+        };
+        let record = make_record(&self.shards[s], &open, k, None)?;
+        self.report_delivered(open.payload.len() as u64 * 1000 / self.shards[s].count.max(1));
+        Ok(record)
     }
 }
 
@@ -736,6 +766,34 @@ mod tests {
         assert_eq!(keys, [&Value::Str("s/0000".into()), &Value::Str("s/0006".into()), &Value::Str("s/0001".into())]);
         let (opened, read, _) = set.counter_values();
         assert_eq!((opened, read), (1, set.sizes()[2]));
+    }
+
+    #[test]
+    fn records_one_by_one_open_each_shard_once_and_count_their_delivery() {
+        let dir = tempfile::tempdir().unwrap();
+        let uris: Vec<String> = (0..3).map(|i| format!("shardsrctest://r/rec-{i}.tar")).collect();
+        let sizes: Vec<Option<u64>> = uris.iter().map(|u| Some(put_shard(u, 20))).collect();
+        let set = ShardSet::open_with(
+            uris.clone(),
+            vec![],
+            given("shardsrctest://r/index.json", vec![20; 3], sizes),
+            options(dir.path()),
+            &|_, _| {},
+        )
+        .unwrap();
+        // Sample after sample, interleaved across the shards (as planning reads a window).
+        for i in 0..20u64 {
+            for s in 0..3u64 {
+                let r = set.record(s * 20 + i).unwrap();
+                let key = r.fields.iter().find(|(n, _)| n == "key").map(|(_, v)| v.clone());
+                assert_eq!(key, Some(Value::Str(format!("s/{i:04}"))));
+            }
+        }
+        let (opened, read, _) = set.counter_values();
+        assert_eq!(opened, 3, "a shard was opened again per record");
+        assert_eq!(read, set.sizes().iter().sum::<u64>());
+        let (delivered, _) = set.traffic();
+        assert!(delivered > 0 && delivered <= read, "{delivered} of {read}");
     }
 
     #[test]
