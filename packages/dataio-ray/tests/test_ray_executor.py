@@ -317,3 +317,15 @@ def test_a_mix_is_the_local_run_and_resumes_across_executors(two_workers: RayExe
     resumed.load_state_dict(state)
     assert head + snapshot(resumed) == want
     resumed.close()
+
+
+def test_the_default_call_carries_about_128_samples() -> None:
+    from types import SimpleNamespace
+
+    from dataio_ray.executor import _default_batches_per_task
+
+    def per_call(shape: Any) -> int:
+        return _default_batches_per_task(SimpleNamespace(pipeline=dataio.pipeline(dataio.slot("image").decode_image(), shape)))  # type: ignore[arg-type]
+
+    assert [per_call(dataio.batch(n)) for n in (2, 32, 100, 128, 256)] == [8, 4, 2, 1, 1]
+    assert per_call(dataio.group_by("label", prefetch=2)) == 1

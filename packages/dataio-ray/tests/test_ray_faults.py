@@ -27,7 +27,8 @@ def local(pipe: dataio.Pipeline, records: Any, **opts: Any) -> list[Any]:
 def test_a_killed_worker_process_is_replaced_and_its_batches_recomputed(ray_cluster: Any) -> None:
     pipe = random_pipeline(dataio.batch(2))
     want = local(pipe, RECORDS, seed=21)
-    ex = RayExecutor(num_workers=2, max_worker_restarts=2)
+    # One batch a call, so that calls are still in flight when one is killed.
+    ex = RayExecutor(num_workers=2, max_worker_restarts=2, batches_per_task=1)
     assert ex.warm_up() == 2
     got = []
     with pipe.bind(RECORDS).run("numpy", seed=21, executor=ex) as loader:
@@ -53,7 +54,7 @@ def test_a_removed_node_loses_its_worker_and_the_epoch_completes(ray_cluster: An
     nodes = [ray_cluster.add_node(num_cpus=1, resources={"faults": 1}) for _ in range(2)]
     pipe = random_pipeline(dataio.batch(2))
     want = local(pipe, RECORDS, seed=5)
-    ex = RayExecutor(num_workers=2, resources={"faults": 1}, worker_start_timeout=60)
+    ex = RayExecutor(num_workers=2, resources={"faults": 1}, worker_start_timeout=60, batches_per_task=1)
     assert ex.warm_up() == 2
     got = []
     try:

@@ -7,7 +7,9 @@ contains lives in the dataio core and is keyed by (seed, epoch, record index,
 op), so this module only schedules:
 
 * **Dispatch.** Batches go out one call per ``batches_per_task`` planned
-  batches (records in chunks, never a call per record), to the ready worker
+  batches (records in chunks, never a call per record; by default about
+  :data:`SAMPLES_PER_TASK` samples a call, so that light pipelines do not
+  spend the trainer's CPU on Ray calls), to the ready worker
   with the fewest calls in flight. A worker that finishes takes the next
   batch: the cluster balances itself and a slow worker gets less.
 * **Window.** At most ``window`` planned batches are between planning and
@@ -56,6 +58,14 @@ from .window import BatchWindow, RetriesSpent
 __all__ = ["RayExecutor"]
 
 logger = logging.getLogger("dataio.ray")
+
+#: Samples per actor call the default ``batches_per_task`` aims at (at most
+#: MAX_DEFAULT_BATCHES_PER_TASK batches): every call costs the trainer CPU
+#: (submit, pickling, the result's bookkeeping) whatever its size, which a
+#: light pipeline notices (benchmarks/ray_scale.py --light: trainer CPU per
+#: sample 0.20x a local run's with one batch of 32 per call, 0.08-0.11x with four).
+SAMPLES_PER_TASK = 128
+MAX_DEFAULT_BATCHES_PER_TASK = 8
 
 # How long one wait for results lasts before the bookkeeping (deadlines of
 # starting workers, task timeouts) runs again. Results wake the wait at once.
@@ -125,7 +135,8 @@ class RayExecutor:
     * ``window`` — planned batches between planning and delivery (default:
       two per worker plus the loader's prefetch): the most this loader keeps
       in the object store.
-    * ``batches_per_task`` — planned batches per actor call (default 1).
+    * ``batches_per_task`` — planned batches per actor call (default: about
+      128 samples a call, e.g. 4 batches of 32, 1 batch of 128 or more).
     * ``inflight_per_worker`` — calls a worker runs at once (default 2, so
       that a worker starts its next batch while the last rows of one finish).
     * ``max_batch_retries`` — times a lost batch is computed again (default 3).
@@ -148,7 +159,7 @@ class RayExecutor:
         address: str | None = None,
         *,
         window: int | None = None,
-        batches_per_task: int = 1,
+        batches_per_task: int | None = None,
         inflight_per_worker: int = 2,
         max_batch_retries: int = 3,
         max_worker_restarts: int | None = None,
@@ -162,7 +173,7 @@ class RayExecutor:
         self.num_cpus_per_worker = _positive("num_cpus_per_worker", num_cpus_per_worker, real=True)
         self.address = address
         self.window = _positive("window", window, allow_none=True)
-        self.batches_per_task = _positive("batches_per_task", batches_per_task)
+        self.batches_per_task = _positive("batches_per_task", batches_per_task, allow_none=True)
         self.inflight_per_worker = _positive("inflight_per_worker", inflight_per_worker)
         if not isinstance(max_batch_retries, int) or isinstance(max_batch_retries, bool) or max_batch_retries < 0:
             raise InvalidArgumentError(f"max_batch_retries must be a non-negative integer, got {max_batch_retries!r}")
@@ -316,7 +327,8 @@ class RayEpochRun:
         self._ray = ray
         self._ex = executor
         self._job = job
-        in_flight = executor.num_workers * executor.inflight_per_worker * executor.batches_per_task
+        self._batches_per_task = executor.batches_per_task or _default_batches_per_task(job)
+        in_flight = executor.num_workers * executor.inflight_per_worker * self._batches_per_task
         size = executor.window or (in_flight + max(0, job.prefetch))
         self._config_id = uuid.uuid4().hex
         from .worker import EpochConfig
@@ -415,7 +427,7 @@ class RayEpochRun:
                 return
             worker = free[0]
             try:
-                seqs = window.take(self._ex.batches_per_task, max_retries)
+                seqs = window.take(self._batches_per_task, max_retries)
             except RetriesSpent as e:
                 raise WorkersLostError(
                     f"batch {e.seq} was lost {e.lost} times (max_batch_retries={max_retries}); "
@@ -605,6 +617,16 @@ class RayEpochRun:
             row.update(counters)
             rows.append(row)
         return rows
+
+
+def _default_batches_per_task(job: EpochJob) -> int:
+    """About SAMPLES_PER_TASK samples a call, for batches of a fixed size;
+    one batch a call otherwise (group_by, collate)."""
+    shape = job.pipeline.shape
+    size = shape.size if shape.kind == "batch" else None
+    if not size:
+        return 1
+    return max(1, min(MAX_DEFAULT_BATCHES_PER_TASK, -(-SAMPLES_PER_TASK // size)))
 
 
 def _short(e: BaseException) -> str:

@@ -102,9 +102,29 @@ class BatchWorker:
                 _exact_row_counts(finished)
                 out.append(finished)
         except RowError as e:
-            # on_failure="raise": the batch after the last one yielded holds the bad row.
-            out.append(FailedBatch(planned[len(out)].seq, e))
+            # on_failure="raise": the engine runs a call's batches at once and
+            # may raise before it yielded batches ahead of the bad row's, so
+            # the failed batch is the one holding the row, and the good ones
+            # before it that are missing are computed again (the error path
+            # only; each is the same on any worker).
+            failed = _holding(planned, e, default=len(out))
+            before = planned[len(out) : failed]
+            if before:
+                for finished in run_planned(config.pipeline, before, **config.options):
+                    _exact_row_counts(finished)
+                    out.append(finished)
+            out.append(FailedBatch(planned[failed].seq, e))
         return CallResult(out, time.perf_counter() - t0)
+
+
+def _holding(planned: list[PlannedBatch], e: RowError, *, default: int) -> int:
+    """The index in ``planned`` of the batch holding the failed row
+    (``default``, the first batch not yielded, when no batch holds it)."""
+    if e.index is not None:
+        for i, p in enumerate(planned):
+            if e.index in p.indices:
+                return max(i, default)
+    return min(default, len(planned) - 1)
 
 
 def _exact_row_counts(finished: FinishedBatch) -> None:
