@@ -143,6 +143,33 @@ def test_a_source_declaring_counts_and_window_only_still_orders_in_shards(tmp_pa
     assert all(w in ({*range(0, 10)}, {*range(10, 20)}, {*range(20, 30)}) for w in windows), windows
 
 
+def test_a_checkpoint_resumes_only_over_the_same_shard_order(shards: list[str]) -> None:
+    from dataio.errors import CheckpointError
+
+    def state_after_two(recs: Any) -> dict[str, Any]:
+        with PIPE.bind(recs).run("numpy", seed=4) as loader:
+            it = iter(loader)
+            next(it), next(it)
+            return loader.state_dict()
+
+    spread2 = dataio.tar_records(shards, shuffle_window=32)
+    spread1 = dataio.tar_records(shards, shuffle_window=32, shuffle_spread=1)
+    state = state_after_two(spread2)
+    assert state["shard_order"] == [{"window": 32, "spread": 2}]
+    with PIPE.bind(spread1).run("numpy", seed=4) as loader, pytest.raises(CheckpointError, match="spread"):
+        loader.load_state_dict(state)
+    # A state from before the spread (no shard_order) was a spread-1 order:
+    # refused over spread 2, naming the way out, and exact over spread 1.
+    old = {k: v for k, v in state_after_two(spread1).items() if k != "shard_order"}
+    with PIPE.bind(spread2).run("numpy", seed=4) as loader, pytest.raises(CheckpointError, match="shuffle_spread=1"):
+        loader.load_state_dict(old)
+    whole = epoch(spread1, seed=4)
+    with PIPE.bind(spread1).run("numpy", seed=4) as loader:
+        loader.load_state_dict(old)
+        rest = [n for b in loader for n in ids(b)]
+    assert rest == whole[16:]
+
+
 def test_names_lists_globs_and_brace_ranges_alike(tmp_path: Path, shards: list[str]) -> None:
     brace = dataio.tar_records(str(tmp_path / "train-{0000..0007}.tar"))
     glob = dataio.tar_records(str(tmp_path / "train-*.tar"))

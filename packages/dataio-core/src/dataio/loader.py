@@ -558,7 +558,38 @@ class Loader:
             # A mix: each source's draws this epoch and its own epoch, at the
             # global position (derived from it: resuming needs only the position).
             **({"sources": m} if (m := self._mix_progress()) is not None else {}),
+            # What fixes a sharded source's order besides the seed: its
+            # shuffle window and spread (per mixed source).
+            **({"shard_order": o} if (o := self._shard_order()) is not None else {}),
         }
+
+    def _shard_order(self) -> list[dict[str, int] | None] | None:
+        """[{"window", "spread"}] of the source's layout (one per source of a
+        mix, None for one without), or None when no source declares one."""
+        parts = getattr(self._records, "sources", None) if hasattr(self._records, "_dataio_mix") else [self._records]
+        layouts = [layout_of(p) for p in parts or []]
+        if not any(layouts):
+            return None
+        return [None if lay is None else {"window": lay[1], "spread": lay[2]} for lay in layouts]
+
+    def _check_shard_order(self, state: dict[str, Any]) -> None:
+        mine = self._shard_order()
+        if mine is None:
+            return
+        # A state without the field comes from before shuffle_spread: its
+        # orders read shards one after another (spread 1).
+        saved = state.get("shard_order", [None if o is None else {**o, "spread": 1} for o in mine])
+        if saved != mine:
+            hint = (
+                "; it was saved before shuffle_spread existed (shards read one after another): "
+                "open the source with shuffle_spread=1 to resume it exactly"
+                if "shard_order" not in state
+                else ""
+            )
+            raise CheckpointError(
+                f"this state was saved over shards ordered with {saved}, this loader's source has {mine}: "
+                f"the rest of the epoch would be another order, losing and repeating samples{hint}"
+            )
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Resume where ``state`` was taken: the next batch is the one that
@@ -581,6 +612,7 @@ class Loader:
         size = len(self._records) if is_sequence(self._records) else None
         if state.get("dataset_size") != size:
             raise CheckpointError(f"this state was saved over {state.get('dataset_size')} records, this loader has {size}")
+        self._check_shard_order(state)
         saved = state.get("shard") or {}
         if saved.get("pad") != self._shard["pad"]:
             raise CheckpointError(f"this state was saved with pad={saved.get('pad')}, this loader has pad={self._shard['pad']}")
