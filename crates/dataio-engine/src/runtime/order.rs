@@ -101,6 +101,23 @@ impl Layout {
     }
 }
 
+/// Streams read in rounds (round `r` takes element `r` of every stream
+/// that has one), with `before(r)` the elements before round `r`: the round
+/// of element `q` (the largest `r <= max` with `before(r) <= q`) and its
+/// rank in that round.
+fn round_of(q: u64, max: u64, before: impl Fn(u64) -> u64) -> (u64, u64) {
+    let (mut lo, mut hi) = (0u64, max);
+    while lo < hi {
+        let mid = lo + (hi - lo).div_ceil(2);
+        if before(mid) <= q {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    (lo, q - before(lo))
+}
+
 /// Consecutive shards of an epoch's shard order read side by side: their
 /// samples interleaved in rounds (round `r` holds sample `r` of every member
 /// with more than `r` samples), so each member is read front to back while
@@ -146,17 +163,8 @@ impl Stripe {
         if self.members.len() == 1 {
             return (self.members[0], t);
         }
-        // The largest round r with before(r) <= t.
-        let (mut lo, mut hi) = (0u64, self.counts[0] - 1);
-        while lo < hi {
-            let mid = lo + (hi - lo).div_ceil(2);
-            if self.before(mid) <= t {
-                lo = mid;
-            } else {
-                hi = mid - 1;
-            }
-        }
-        (self.members[(t - self.before(lo)) as usize], lo)
+        let (r, rank) = round_of(t, self.counts[0] - 1, |r| self.before(r));
+        (self.members[rank as usize], r)
     }
 }
 
@@ -395,17 +403,7 @@ impl Merge {
 
     /// The round of element `q` and its rank among that round's partitions.
     fn round_of(&self, q: u64) -> (u64, u64) {
-        let (mut lo, mut hi) = (0u64, self.lens.iter().copied().max().unwrap_or(0));
-        // The largest t with before(t) <= q.
-        while lo < hi {
-            let mid = lo + (hi - lo).div_ceil(2);
-            if self.before(mid) <= q {
-                lo = mid;
-            } else {
-                hi = mid - 1;
-            }
-        }
-        (lo, q - self.before(lo))
+        round_of(q, self.lens.iter().copied().max().unwrap_or(0), |t| self.before(t))
     }
 
     /// (partition, position in it) of element `q` (< total).
