@@ -254,3 +254,23 @@ def test_a_ranged_decoder_on_a_short_or_missing_object_fails_the_row_by_name(tmp
         rows(pipe, [{"key": "m", "img": str(missing)}])
     assert e.value.key == "m" and "missing.pgm" in str(e.value), e.value
     assert isinstance(e.value.__cause__ or e.value, Exception)
+
+
+def _py_invert(arr: np.ndarray) -> np.ndarray:
+    return (255 - arr.astype(np.int64)).clip(0, 255).astype(np.uint8)
+
+
+class TestAPythonTransformConformsToo(OpConformance):
+    """The suite on a Python op (native = False): it must run through its function."""
+
+    op = "py_invert_conformance"
+    kind = "transform"
+    native = False
+
+    @pytest.fixture(autouse=True)
+    def _registered(self) -> None:
+        host._op_registrar("pyconformance")(self.op, _py_invert, kind="transform")
+
+    @pytest.fixture
+    def samples(self) -> list[np.ndarray]:
+        return [reference(2, 3, 11 * i) for i in range(10)]
