@@ -61,6 +61,20 @@ PYTHON = "3.11"
 # libfabric-dev's headers build dataio-rdma's shim, whose tests load
 # libfabric1 (a dependency of libfabric-bin, which brings fi_info).
 SYSTEM_PACKAGES = {"nasm": "nasm", "fi_info": "libfabric-bin", "/usr/include/rdma/fabric.h": "libfabric-dev"}
+# dataio-video links the system's FFmpeg (Debian 12: 5.1): its headers and
+# pkg-config files, libclang for ffmpeg-sys-next's bindgen, and the ffmpeg
+# CLI that writes some of the test media. The core never needs them.
+_MULTIARCH = f"/usr/lib/{os.uname().machine}-linux-gnu"
+SYSTEM_PACKAGES |= {
+    "pkg-config": "pkg-config",
+    "ffmpeg": "ffmpeg",
+    f"{_MULTIARCH}/pkgconfig/libavformat.pc": "libavformat-dev",
+    f"{_MULTIARCH}/pkgconfig/libavcodec.pc": "libavcodec-dev",
+    f"{_MULTIARCH}/pkgconfig/libavutil.pc": "libavutil-dev",
+    f"{_MULTIARCH}/pkgconfig/libswscale.pc": "libswscale-dev",
+    f"{_MULTIARCH}/pkgconfig/libswresample.pc": "libswresample-dev",
+    "/usr/lib/llvm-14/lib/libclang.so": "libclang-dev",
+}
 # npm packages the tests run (dataio-azure's emulator), installed under .cache/.
 NPM_PACKAGES = {"azurite": "azurite@3"}
 

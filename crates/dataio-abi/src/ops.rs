@@ -97,6 +97,11 @@ pub struct OpCallV1 {
     pub uri: Str,
     /// Ranged reads of the input (RANGED_INPUT decoders).
     pub reader: ReaderV1,
+    /// The version of the object at `uri` the reader reads, as the store
+    /// gives it (its etag, else its mtime; "" when unknown): with `uri` and
+    /// the reader's size it keys anything a plugin derives from the object
+    /// and keeps (an index of its frames).
+    pub version: Str,
 }
 
 /// How an op hands back its output or its failure.
@@ -209,6 +214,8 @@ pub struct Call<'a> {
     pub uri: &'a str,
     /// Ranged reads of the input (decoders that set [`flags::RANGED_INPUT`]).
     pub reader: Option<Reader<'a>>,
+    /// The object's version (etag, else mtime; "" when unknown): see [`OpCallV1::version`].
+    pub version: &'a str,
 }
 
 /// Ranged reads of a decoder's input.
@@ -403,6 +410,8 @@ unsafe fn borrow_call<'a>(call: &'a OpCallV1) -> Call<'a> {
         // SAFETY: as above.
         uri: unsafe { call.uri.as_str() },
         reader: call.reader.read.map(|_| Reader { raw: call.reader, _call: std::marker::PhantomData }),
+        // SAFETY: as above.
+        version: unsafe { call.version.as_str() },
     }
 }
 

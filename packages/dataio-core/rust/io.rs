@@ -636,3 +636,83 @@ impl Drop for Writer {
         }
     }
 }
+
+/// An object read by range for a direct op call, counting what it fetches.
+struct OpObject {
+    backend: Arc<dyn Backend>,
+    uri: String,
+    size: u64,
+    version: String,
+    fetched: std::sync::atomic::AtomicU64,
+}
+
+impl dataio_engine::runtime::native_ops::RangeSource for OpObject {
+    fn size(&self) -> u64 {
+        self.size
+    }
+    fn read_at(&self, offset: u64, dst: &mut [u8]) -> dataio_engine::Result<()> {
+        let n = pools::block_on(self.backend.read_into(&self.uri, offset, dst))?;
+        self.fetched.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+        if n != dst.len() {
+            return Err(Error::corrupt(
+                &self.uri,
+                "object",
+                format!("{n} bytes at {offset} where {} were asked", dst.len()),
+            ));
+        }
+        Ok(())
+    }
+    fn uri(&self) -> &str {
+        &self.uri
+    }
+    fn version(&self) -> &str {
+        &self.version
+    }
+}
+
+/// Runs native decoder `name` (a plugin's, see `register_native_op`) once on
+/// the object at `uri`, read by range as a loader would: the verbs plugins
+/// build on their decoders (`dataio.read_video`). Returns (dtype, shape,
+/// bytes, bytes fetched).
+#[pyfunction]
+#[pyo3(signature = (name, uri, params="{}", seed=None, epoch=0, index=0))]
+#[allow(clippy::type_complexity)]
+pub fn call_native_op<'py>(
+    py: Python<'py>,
+    name: &str,
+    uri: &str,
+    params: &str,
+    seed: Option<u64>,
+    epoch: u64,
+    index: u64,
+) -> PyResult<(String, Vec<usize>, Bound<'py, PyBytes>, u64)> {
+    use dataio_engine::runtime::native_ops::{self, CallKey};
+    let op = native_ops::get(name).ok_or_else(|| {
+        PyValueError::new_err(format!("no native op {name:?} is registered (is its plugin installed?)"))
+    })?;
+    let params: serde_json::Map<String, serde_json::Value> = serde_json::from_str(params)
+        .map_err(|e| PyValueError::new_err(format!("op {name}: params must be a JSON object: {e}")))?;
+    let b = resolve(py, uri)?;
+    let meta = py.detach(|| pools::block_on(b.head(uri))).map_py(py)?;
+    let version = meta.etag.clone().or_else(|| meta.mtime.map(|t| format!("mtime:{t}"))).unwrap_or_default();
+    let object = OpObject { backend: b, uri: uri.to_string(), size: meta.size, version, fetched: Default::default() };
+    let key = CallKey { seed, epoch, index, stream: 0 };
+    let t = py
+        .detach(|| {
+            if op.reads_ranges() {
+                op.decode_ranged(None, &object, &params, key, uri)
+            } else {
+                let data = pools::block_on(b_read_all(&object))?;
+                op.decode(&data, &params, key, uri)
+            }
+        })
+        .map_py(py)?;
+    let fetched = object.fetched.load(std::sync::atomic::Ordering::Relaxed);
+    Ok((t.dtype.name().to_string(), t.shape.clone(), PyBytes::new(py, t.bytes()), fetched))
+}
+
+async fn b_read_all(o: &OpObject) -> dataio_engine::Result<Bytes> {
+    let data = o.backend.read_all(&o.uri).await?;
+    o.fetched.fetch_add(data.len() as u64, std::sync::atomic::Ordering::Relaxed);
+    Ok(data)
+}

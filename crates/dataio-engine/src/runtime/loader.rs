@@ -536,11 +536,18 @@ struct StoreObject {
     backend: Arc<dyn Backend>,
     uri: String,
     size: u64,
+    version: String,
 }
 
 impl native_ops::RangeSource for StoreObject {
     fn size(&self) -> u64 {
         self.size
+    }
+    fn uri(&self) -> &str {
+        &self.uri
+    }
+    fn version(&self) -> &str {
+        &self.version
     }
     fn read_at(&self, offset: u64, dst: &mut [u8]) -> Result<()> {
         let n = pools::block_on(self.backend.read_into(&self.uri, offset, dst))?;
@@ -672,8 +679,10 @@ fn process_row(
                 (SlotInput::Data(data), Some(u))
             }
             Input::Ranged(b, u) => {
-                let size = pools::block_on(b.head(&u)).map_err(|e| e.in_row(ctx("read", Some(u.clone()))))?.size;
-                let object = StoreObject { sh: sh.clone(), backend: b, uri: u.clone(), size };
+                let meta = pools::block_on(b.head(&u)).map_err(|e| e.in_row(ctx("read", Some(u.clone()))))?;
+                let version =
+                    meta.etag.clone().or_else(|| meta.mtime.map(|t| format!("mtime:{t}"))).unwrap_or_default();
+                let object = StoreObject { sh: sh.clone(), backend: b, uri: u.clone(), size: meta.size, version };
                 (SlotInput::Object(Arc::new(object)), Some(u))
             }
             Input::Remote(_, u) => unreachable!("remote input {u} should have been fetched"),

@@ -33,6 +33,14 @@ pub trait RangeSource {
     fn size(&self) -> u64;
     /// Fills `dst` from `offset` (within `size`).
     fn read_at(&self, offset: u64, dst: &mut [u8]) -> Result<()>;
+    /// Where the bytes live ("" for bytes in memory).
+    fn uri(&self) -> &str {
+        ""
+    }
+    /// The object's version: its etag, else its mtime ("" when unknown).
+    fn version(&self) -> &str {
+        ""
+    }
 }
 
 /// Bytes already in memory, read by range.
@@ -251,6 +259,7 @@ impl NativeOp {
         uri: &str,
     ) -> Result<Tensor> {
         let params = serde_json::to_string(params).map_err(|e| Error::invalid(e.to_string()))?;
+        let version = source.map(|s| s.version()).unwrap_or("");
         let mut reads = source.map(|source| ReadState { source, error: None });
         let reader = match reads.as_mut() {
             Some(st) => ReaderV1 {
@@ -272,6 +281,7 @@ impl NativeOp {
             stream: key.stream,
             uri: Str::new(uri),
             reader,
+            version: Str::new(version),
         };
         let mut st = OutState { tensor: None, failure: None };
         let out = OpOutV1 { core: &mut st as *mut OutState as *mut c_void, alloc: alloc_out, fail: fail_out };

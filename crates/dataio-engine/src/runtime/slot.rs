@@ -613,7 +613,7 @@ fn run_slot_unguarded(
             let op = native_ops::get(name)
                 .ok_or_else(|| Error::invalid(format!("decoder {name} needs its plugin, which is not loaded here")))?;
             let t = op
-                .decode_ranged(None, &*object, params, native_key(key, name), "")
+                .decode_ranged(None, &*object, params, native_key(key, name), object.uri())
                 .map_err(|e| plugin_op_failed(name, e))?;
             finish_tensor(t, &slot.steps, key, record, external, dest)
         }

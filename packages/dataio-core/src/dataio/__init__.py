@@ -49,6 +49,7 @@ from .loader import Batch, Loader, from_sampler
 from .mix import mix
 from .pipeline import Pipeline, batch, collate, group_by, map, pipeline, slot  # noqa: A004 - dataio.map is public
 from .transforms import col
+from .video import read_audio, read_video, video_info
 
 _install_resolver()
 
@@ -110,6 +111,10 @@ __all__ = [
     "write_safetensors",
     "read_safetensors",
     "open_safetensors",
+    # video and audio (the dataio-video plugin)
+    "video_info",
+    "read_video",
+    "read_audio",
     # IO
     "ObjectMeta",
     "Reader",

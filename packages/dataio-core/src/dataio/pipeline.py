@@ -31,7 +31,7 @@ from .cond import Pred
 from .contract import COLLATE_KEY, EpochJob
 from .errors import PlanError
 from .loader import Loader, epoch_job
-from .transforms import Op
+from .transforms import Op, plugin_package_hint
 
 if TYPE_CHECKING:
     from .contract import Executor
@@ -199,6 +199,8 @@ class Slot(_Frozen, SlotOps):
         if name.startswith("_"):
             raise AttributeError(name)
         spec = host.op(name)  # loads plugins; a PluginError when two registered the name
+        if spec is None and plugin_package_hint(name):
+            raise PlanError(f"slot \"{self.name}\": op {name!r} {plugin_package_hint(name)}{host.failed_note()}")
         if spec is None or spec.plugin == BUILTIN:
             raise AttributeError(
                 f"'Slot' object has no attribute {name!r}, and no installed plugin registers an op of that name "

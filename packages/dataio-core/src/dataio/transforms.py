@@ -181,6 +181,26 @@ def op(name: str, **params: Any) -> Op:
     return Op(name, check_plugin_params(plugin_op_spec(name), params))
 
 
+#: Ops that a package shipped with dataio registers: a plan naming one
+#: without its package installed says which to install.
+PLUGIN_PACKAGE_OPS = {
+    "decode_video": "dataio-video",
+    "decode_audio": "dataio-video",
+    "video_info": "dataio-video",
+}
+
+
+def plugin_package_hint(name: str) -> str:
+    """``"is registered by the dataio-video plugin, which is not installed;
+    install it with ..."`` for an op of a package shipped with dataio, else ``""``."""
+    dist = PLUGIN_PACKAGE_OPS.get(name)
+    if dist is None:
+        return ""
+    from .plugins import install_hint
+
+    return f"is registered by the {dist} plugin, which is not installed; install it with {install_hint(dist)}"
+
+
 def plugin_op_spec(name: str) -> OpSpec:
     """The registration of plugin op ``name``; a :class:`PlanError` listing
     the known ops (each once, plugins' included) when nothing registered it."""
@@ -188,6 +208,9 @@ def plugin_op_spec(name: str) -> OpSpec:
 
     plugin_op = host.op(name)  # a PluginError when two plugins registered it
     if plugin_op is None:
+        hint = plugin_package_hint(name)
+        if hint:
+            raise PlanError(f"op {name!r} {hint}{host.failed_note()}")
         known = sorted({*BUILTIN_OPS, *host.ops()})
         raise PlanError(f"unknown op {name!r}; known ops: {', '.join(known)}{host.failed_note()}")
     return plugin_op

@@ -1,0 +1,217 @@
+//! Audio windows: decode from the packet before `offset`, resample with
+//! swresample to float32 planar at the rate and channel count asked for,
+//! and cut exactly `duration` seconds from `offset` (zero-padded past the
+//! end of the stream).
+
+use crate::index::FileIndex;
+use crate::media::{av_error, Decoder, Frame, Media, Packet, Source};
+use crate::{Error, Result};
+use ffmpeg_sys_next as ff;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Offset {
+    At(f64),
+    Random,
+}
+
+#[derive(Clone, Debug)]
+pub struct AudioSpec {
+    pub sample_rate: Option<u32>,
+    pub mono: bool,
+    pub duration: Option<f64>,
+    pub offset: Offset,
+    /// The most samples (all channels) one window may hold.
+    pub max_samples: u64,
+}
+
+pub const DEFAULT_MAX_SAMPLES: u64 = 1 << 28;
+
+/// A decoded window: `channels` rows of `len` samples, channel-major.
+pub struct Window {
+    pub channels: usize,
+    pub len: usize,
+    pub data: Vec<f32>,
+    pub sample_rate: u32,
+    pub fetched: u64,
+}
+
+struct Resampler(*mut ff::SwrContext);
+
+impl Drop for Resampler {
+    fn drop(&mut self) {
+        // SAFETY: owned here.
+        unsafe { ff::swr_free(&mut self.0) }
+    }
+}
+
+impl Resampler {
+    fn new(f: &ff::AVFrame, out_rate: u32, out_channels: u32) -> Result<Resampler> {
+        let mut r = Resampler(std::ptr::null_mut());
+        // SAFETY: layouts are initialised and uninitialised here; swr copies
+        // what it needs from them.
+        unsafe {
+            let mut out_layout: ff::AVChannelLayout = std::mem::zeroed();
+            ff::av_channel_layout_default(&mut out_layout, out_channels as i32);
+            let mut in_layout: ff::AVChannelLayout = std::mem::zeroed();
+            if f.ch_layout.order == ff::AVChannelOrder::AV_CHANNEL_ORDER_UNSPEC || f.ch_layout.nb_channels <= 0 {
+                ff::av_channel_layout_default(&mut in_layout, f.ch_layout.nb_channels.max(1));
+            } else {
+                ff::av_channel_layout_copy(&mut in_layout, &f.ch_layout);
+            }
+            let code = ff::swr_alloc_set_opts2(
+                &mut r.0,
+                &mut out_layout,
+                ff::AVSampleFormat::AV_SAMPLE_FMT_FLTP,
+                out_rate as i32,
+                &mut in_layout,
+                std::mem::transmute::<i32, ff::AVSampleFormat>(f.format),
+                f.sample_rate,
+                0,
+                std::ptr::null_mut(),
+            );
+            ff::av_channel_layout_uninit(&mut out_layout);
+            ff::av_channel_layout_uninit(&mut in_layout);
+            if code < 0 || r.0.is_null() {
+                return Err(Error::unsupported(format!("no resampling from this audio format: {}", av_error(code))));
+            }
+            let code = ff::swr_init(r.0);
+            if code < 0 {
+                return Err(Error::unsupported(format!("no resampling from this audio format: {}", av_error(code))));
+            }
+        }
+        Ok(r)
+    }
+
+    /// Converts `f` (None: flush) and appends to `out` (one Vec per channel).
+    fn push(&mut self, f: Option<&ff::AVFrame>, out: &mut [Vec<f32>]) -> Result<()> {
+        let in_count = f.map_or(0, |f| f.nb_samples);
+        // SAFETY: the context is initialised; each output plane has room for
+        // `room` samples; the input planes are the frame's.
+        unsafe {
+            let room = ff::swr_get_out_samples(self.0, in_count).max(0) as usize + 32;
+            let mut planes: Vec<Vec<f32>> = (0..out.len()).map(|_| vec![0f32; room]).collect();
+            let mut ptrs: Vec<*mut u8> = planes.iter_mut().map(|p| p.as_mut_ptr() as *mut u8).collect();
+            let (inp, n) = match f {
+                Some(f) => (f.extended_data as *mut *const u8, f.nb_samples),
+                None => (std::ptr::null_mut(), 0),
+            };
+            let got = ff::swr_convert(self.0, ptrs.as_mut_ptr(), room as i32, inp, n);
+            if got < 0 {
+                return Err(Error::corrupt(format!("resampling failed: {}", av_error(got))));
+            }
+            for (o, p) in out.iter_mut().zip(&planes) {
+                o.extend_from_slice(&p[..got as usize]);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The window `spec` asks for from the file's first audio stream. `draw`
+/// is a keyed uniform draw (a random offset).
+pub fn decode(source: &dyn Source, index: &FileIndex, spec: &AudioSpec, draw: u64, uri: &str) -> Result<Window> {
+    let a = index.audio.first().ok_or_else(|| Error::invalid(format!("{uri}: the file has no audio stream")))?;
+    let total = a.duration;
+    let t0 = match spec.offset {
+        Offset::At(t) => {
+            if !(t.is_finite() && t >= 0.0) || (total > 0.0 && t > total) {
+                return Err(Error::out_of_range(format!("{uri}: offset={t} s is outside the audio ({total:.3} s)")));
+            }
+            t
+        }
+        Offset::Random => match spec.duration {
+            Some(d) if total > d => (draw >> 11) as f64 / (1u64 << 53) as f64 * (total - d),
+            _ => 0.0,
+        },
+    };
+    let out_rate = spec.sample_rate.unwrap_or(a.sample_rate);
+    if out_rate == 0 {
+        return Err(Error::corrupt(format!("{uri}: the audio stream has no sample rate")));
+    }
+    let channels = if spec.mono { 1 } else { a.channels.max(1) } as usize;
+    let want = spec.duration.map(|d| (d * out_rate as f64).round() as usize);
+    if let Some(n) = want {
+        if (n as u64).saturating_mul(channels as u64) > spec.max_samples {
+            return Err(Error::invalid(format!(
+                "{n} samples x {channels} channels is over max_samples={}",
+                spec.max_samples
+            )));
+        }
+    }
+    let mut media = Media::open(source, index.header.clone())?;
+    media.keep_only(a.stream);
+    let stream = media.streams()[a.stream];
+    // SAFETY: a stream of the open context.
+    let tb = unsafe { (*stream).time_base };
+    let secs = |ts: i64| ts as f64 * tb.num as f64 / tb.den.max(1) as f64;
+    if t0 > 0.0 && tb.num > 0 {
+        let ts = (t0 * tb.den as f64 / tb.num as f64) as i64;
+        media.seek(a.stream, ts, ff::AVSEEK_FLAG_BACKWARD)?;
+    }
+    let mut dec = Decoder::open(stream)?;
+    let mut pkt = Packet::new()?;
+    let mut frame = Frame::new()?;
+    let mut rs: Option<Resampler> = None;
+    let mut out: Vec<Vec<f32>> = vec![Vec::new(); channels];
+    // The time of the first output sample, and how many to skip to reach t0.
+    let mut skip: Option<usize> = None;
+    let mut eof = false;
+    let done = |out: &[Vec<f32>], skip: Option<usize>| match (want, skip) {
+        (Some(n), Some(s)) => out[0].len() >= s + n,
+        _ => false,
+    };
+    while !done(&out, skip) {
+        if !eof {
+            if media.read(&mut pkt)? {
+                if pkt.get().stream_index as usize != a.stream {
+                    continue;
+                }
+                dec.send(Some(&pkt))?;
+            } else {
+                eof = true;
+                dec.send(None)?;
+            }
+        }
+        let mut got = false;
+        while dec.receive(&mut frame)? {
+            got = true;
+            let f = frame.get();
+            if rs.is_none() {
+                rs = Some(Resampler::new(f, out_rate, channels as u32)?);
+            }
+            if skip.is_none() {
+                let pts = if f.pts != ff::AV_NOPTS_VALUE { f.pts } else { f.best_effort_timestamp };
+                let start = if pts != ff::AV_NOPTS_VALUE { secs(pts) } else { 0.0 };
+                skip = Some(((t0 - start) * out_rate as f64).round().max(0.0) as usize);
+            }
+            rs.as_mut().unwrap().push(Some(f), &mut out)?;
+            let limit = spec.max_samples / channels as u64;
+            if out[0].len() as u64 > limit.saturating_add(skip.unwrap_or(0) as u64) {
+                return Err(Error::invalid(format!(
+                    "{uri}: the audio is over max_samples={} (give duration= or a larger max_samples)",
+                    spec.max_samples
+                )));
+            }
+            // SAFETY: a live frame.
+            unsafe { ff::av_frame_unref(frame.0) };
+        }
+        if eof && !got {
+            if let Some(r) = rs.as_mut() {
+                r.push(None, &mut out)?;
+            }
+            break;
+        }
+    }
+    let skip = skip.unwrap_or(0);
+    let have = out[0].len().saturating_sub(skip);
+    if have == 0 && want.is_none() {
+        return Err(Error::corrupt(format!("{uri}: no audio samples decoded from {t0:.3} s")));
+    }
+    let len = want.unwrap_or(have);
+    let mut data = vec![0f32; channels * len];
+    for (c, o) in out.iter().enumerate() {
+        let take = len.min(o.len().saturating_sub(skip));
+        data[c * len..c * len + take].copy_from_slice(&o[skip..skip + take]);
+    }
+    Ok(Window { channels, len, data, sample_rate: out_rate, fetched: media.fetched() })
+}
