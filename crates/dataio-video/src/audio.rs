@@ -26,6 +26,16 @@ pub struct AudioSpec {
 
 pub const DEFAULT_MAX_SAMPLES: u64 = 1 << 28;
 
+/// Seconds decoded before an offset (see [`decode`]).
+const PREROLL: f64 = 0.25;
+
+fn gcd(mut a: u32, mut b: u32) -> u32 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a.max(1)
+}
+
 /// A decoded window: `channels` rows of `len` samples, channel-major.
 pub struct Window {
     pub channels: usize,
@@ -82,17 +92,30 @@ impl Resampler {
         Ok(r)
     }
 
-    /// Converts `f` (None: flush) and appends to `out` (one Vec per channel).
-    fn push(&mut self, f: Option<&ff::AVFrame>, out: &mut [Vec<f32>]) -> Result<()> {
-        let in_count = f.map_or(0, |f| f.nb_samples);
+    /// Converts `f` (None: flush) from its sample `from` on and appends to
+    /// `out` (one Vec per channel).
+    fn push(&mut self, f: Option<&ff::AVFrame>, from: usize, out: &mut [Vec<f32>]) -> Result<()> {
+        let in_count = f.map_or(0, |f| f.nb_samples - from as i32);
         // SAFETY: the context is initialised; each output plane has room for
         // `room` samples; the input planes are the frame's.
         unsafe {
             let room = ff::swr_get_out_samples(self.0, in_count).max(0) as usize + 32;
             let mut planes: Vec<Vec<f32>> = (0..out.len()).map(|_| vec![0f32; room]).collect();
             let mut ptrs: Vec<*mut u8> = planes.iter_mut().map(|p| p.as_mut_ptr() as *mut u8).collect();
+            // The input planes from sample `from` on.
+            let mut planes_in: Vec<*const u8> = Vec::new();
             let (inp, n) = match f {
-                Some(f) => (f.extended_data as *mut *const u8, f.nb_samples),
+                Some(f) => {
+                    let format = std::mem::transmute::<i32, ff::AVSampleFormat>(f.format);
+                    let bytes = ff::av_get_bytes_per_sample(format).max(0) as usize;
+                    let planar = ff::av_sample_fmt_is_planar(format) != 0;
+                    let channels = f.ch_layout.nb_channels.max(1) as usize;
+                    let (count, step) = if planar { (channels, bytes * from) } else { (1, bytes * channels * from) };
+                    for c in 0..count {
+                        planes_in.push((*f.extended_data.add(c)).add(step));
+                    }
+                    (planes_in.as_mut_ptr(), in_count)
+                }
                 None => (std::ptr::null_mut(), 0),
             };
             let got = ff::swr_convert(self.0, ptrs.as_mut_ptr(), room as i32, inp, n);
@@ -110,7 +133,7 @@ impl Resampler {
 /// The window `spec` asks for from the file's first audio stream. `draw`
 /// is a keyed uniform draw (a random offset).
 pub fn decode(source: &dyn Source, index: &FileIndex, spec: &AudioSpec, draw: u64, uri: &str) -> Result<Window> {
-    let a = index.audio.first().ok_or_else(|| Error::invalid(format!("{uri}: the file has no audio stream")))?;
+    let a = index.audio.first().ok_or_else(|| Error::unsupported(format!("{uri}: the file has no audio stream")))?;
     let total = a.duration;
     let t0 = match spec.offset {
         Offset::At(t) => {
@@ -120,7 +143,13 @@ pub fn decode(source: &dyn Source, index: &FileIndex, spec: &AudioSpec, draw: u6
             t
         }
         Offset::Random => match spec.duration {
-            Some(d) if total > d => (draw >> 11) as f64 / (1u64 << 53) as f64 * (total - d),
+            // On the grid where input and output samples meet (1 / gcd of
+            // the rates: 10 ms for 44.1 -> 16 kHz), so that a window equals
+            // the same span of a decode of the whole stream.
+            Some(d) if total > d => {
+                let g = gcd(a.sample_rate.max(1), spec.sample_rate.unwrap_or(a.sample_rate).max(1)) as f64;
+                ((draw >> 11) as f64 / (1u64 << 53) as f64 * (total - d) * g).floor() / g
+            }
             _ => 0.0,
         },
     };
@@ -144,8 +173,16 @@ pub fn decode(source: &dyn Source, index: &FileIndex, spec: &AudioSpec, draw: u6
     // SAFETY: a stream of the open context.
     let tb = unsafe { (*stream).time_base };
     let secs = |ts: i64| ts as f64 * tb.num as f64 / tb.den.max(1) as f64;
+    // Offsets count from the stream's start (an mp3's or aac's first
+    // timestamp is its encoder delay, not 0).
+    // SAFETY: as above.
+    let origin = unsafe { (*stream).start_time };
+    let t0 = t0 + if origin != ff::AV_NOPTS_VALUE { secs(origin) } else { 0.0 };
     if t0 > 0.0 && tb.num > 0 {
-        let ts = (t0 * tb.den as f64 / tb.num as f64) as i64;
+        // Decode from a little before the offset: codecs with a bit
+        // reservoir or overlap (mp3, aac, opus) give silence or a ramp for
+        // their first packets after a seek, and the resampler warms up.
+        let ts = ((t0 - PREROLL).max(0.0) * tb.den as f64 / tb.num as f64) as i64;
         media.seek(a.stream, ts, ff::AVSEEK_FLAG_BACKWARD)?;
     }
     let mut dec = Decoder::open(stream)?;
@@ -155,6 +192,7 @@ pub fn decode(source: &dyn Source, index: &FileIndex, spec: &AudioSpec, draw: u6
     let mut out: Vec<Vec<f32>> = vec![Vec::new(); channels];
     // The time of the first output sample, and how many to skip to reach t0.
     let mut skip: Option<usize> = None;
+    let mut drop_in = 0u64;
     let mut eof = false;
     let done = |out: &[Vec<f32>], skip: Option<usize>| match (want, skip) {
         (Some(n), Some(s)) => out[0].len() >= s + n,
@@ -182,9 +220,23 @@ pub fn decode(source: &dyn Source, index: &FileIndex, spec: &AudioSpec, draw: u6
             if skip.is_none() {
                 let pts = if f.pts != ff::AV_NOPTS_VALUE { f.pts } else { f.best_effort_timestamp };
                 let start = if pts != ff::AV_NOPTS_VALUE { secs(pts) } else { 0.0 };
-                skip = Some(((t0 - start) * out_rate as f64).round().max(0.0) as usize);
+                // Input samples from here to the offset: drop the first few
+                // so that the rest is a whole number of output samples (a
+                // multiple of in_rate / gcd), and the window starts on t0
+                // to the input sample.
+                let in_rate = f.sample_rate.max(1) as u64;
+                let d = ((t0 - start) * in_rate as f64).round().max(0.0) as u64;
+                let l = in_rate / gcd(in_rate as u32, out_rate) as u64;
+                drop_in = d % l;
+                skip = Some(((d - drop_in) * out_rate as u64 / in_rate) as usize);
             }
-            rs.as_mut().unwrap().push(Some(f), &mut out)?;
+            let n = f.nb_samples.max(0) as u64;
+            if drop_in >= n {
+                drop_in -= n;
+            } else {
+                rs.as_mut().unwrap().push(Some(f), drop_in as usize, &mut out)?;
+                drop_in = 0;
+            }
             let limit = spec.max_samples / channels as u64;
             if out[0].len() as u64 > limit.saturating_add(skip.unwrap_or(0) as u64) {
                 return Err(Error::invalid(format!(
@@ -197,7 +249,7 @@ pub fn decode(source: &dyn Source, index: &FileIndex, spec: &AudioSpec, draw: u6
         }
         if eof && !got {
             if let Some(r) = rs.as_mut() {
-                r.push(None, &mut out)?;
+                r.push(None, 0, &mut out)?;
             }
             break;
         }

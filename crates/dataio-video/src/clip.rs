@@ -84,7 +84,7 @@ pub fn select(v: &VideoStream, spec: &ClipSpec, draw: u64, uri: &str) -> Result<
                     })?;
                     v.seconds(v.frames[f].pts)
                 }
-                Start::Time(s) => v.seconds(v.frames[frame_at(v, s, uri)?].pts).max(s),
+                Start::Time(s) => v.seconds(v.frames[frame_at(v, s, uri)?].pts).max(first + s),
             };
             if t0 + span > last + 1e-9 && spec.pad == Pad::Error {
                 return too_short(format!("{span:.3} s from {t0:.3} s at fps={fps}"));
@@ -105,13 +105,15 @@ fn shown_at(v: &VideoStream, s: f64) -> usize {
     i.saturating_sub(1)
 }
 
+/// The frame shown `s` seconds after the first.
 fn frame_at(v: &VideoStream, s: f64, uri: &str) -> Result<usize> {
     let n = v.frames.len();
-    let last = v.seconds(v.frames[n - 1].pts);
+    let first = v.seconds(v.frames[0].pts);
+    let last = v.seconds(v.frames[n - 1].pts) - first;
     if !(s.is_finite() && s >= 0.0) || s > last + 1e-9 {
         return Err(Error::out_of_range(format!("{uri}: start_time={s} s is past the last frame (at {last:.3} s)")));
     }
-    Ok(shown_at(v, s))
+    Ok(shown_at(v, first + s))
 }
 
 /// The largest `max_pixels` (per frame) a clip may have by default.

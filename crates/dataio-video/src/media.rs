@@ -145,6 +145,59 @@ unsafe extern "C" fn io_seek(opaque: *mut c_void, offset: i64, whence: c_int) ->
     }
 }
 
+thread_local! {
+    /// FFmpeg's last error message on this thread (its log), cleared when read.
+    static LAST_LOG: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// FFmpeg's log is not printed: its errors are kept per thread and joined
+/// to the typed error of the call that caused them ("moov atom not found").
+#[cfg(target_arch = "x86_64")]
+unsafe extern "C" fn capture_log(
+    avcl: *mut c_void,
+    level: c_int,
+    fmt: *const std::ffi::c_char,
+    vl: *mut ff::__va_list_tag,
+) {
+    if level > ff::AV_LOG_ERROR {
+        return;
+    }
+    let mut buf = [0 as std::ffi::c_char; 512];
+    let mut prefix: c_int = 0;
+    // SAFETY: FFmpeg's own formatter over the arguments it passed us, into a
+    // buffer of the size given; it NUL-terminates.
+    let line = unsafe {
+        ff::av_log_format_line2(avcl, level, fmt, vl, buf.as_mut_ptr(), buf.len() as c_int, &mut prefix);
+        CStr::from_ptr(buf.as_ptr()).to_string_lossy().trim().to_string()
+    };
+    if !line.is_empty() {
+        LAST_LOG.with(|l| *l.borrow_mut() = Some(line));
+    }
+}
+
+fn quiet_ffmpeg_log() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: installing a log callback (or a level) is a plain global setting.
+        unsafe {
+            #[cfg(target_arch = "x86_64")]
+            ff::av_log_set_callback(Some(capture_log));
+            #[cfg(not(target_arch = "x86_64"))]
+            ff::av_log_set_level(ff::AV_LOG_QUIET);
+        }
+    });
+}
+
+/// FFmpeg's last logged error on this thread, if any (and forgets it).
+pub fn take_log() -> Option<String> {
+    LAST_LOG.with(|l| l.borrow_mut().take())
+}
+
+/// " (FFmpeg's last logged error)" or "".
+pub fn log_suffix() -> String {
+    take_log().map(|l| format!(" ({l})")).unwrap_or_default()
+}
+
 /// FFmpeg's message for error code `code`.
 pub fn av_error(code: c_int) -> String {
     let mut buf = [0 as std::ffi::c_char; 128];
@@ -166,6 +219,8 @@ impl<'s> Media<'s> {
     /// Opens `source` (probing its container); the blocks read while
     /// opening are recorded into, and served from, `header`.
     pub fn open(source: &'s dyn Source, header: Arc<HeaderBlocks>) -> Result<Media<'s>> {
+        quiet_ffmpeg_log();
+        take_log();
         let size = source.size();
         if size == 0 {
             return Err(Error::corrupt("the file is empty (0 bytes)"));
@@ -244,7 +299,7 @@ impl<'s> Media<'s> {
         if let Some(e) = self.io.error.take() {
             return e;
         }
-        Error::corrupt(format!("{what}: {}", av_error(code)))
+        Error::corrupt(format!("{what}: {}{}", av_error(code), log_suffix()))
     }
 
     pub fn streams(&self) -> &[*mut ff::AVStream] {
@@ -419,7 +474,7 @@ impl Decoder {
         // SAFETY: an open decoder; a live packet or null (drain).
         let code = unsafe { ff::avcodec_send_packet(self.0, pkt.map_or(ptr::null(), |p| p.0)) };
         if code < 0 && code != ff::AVERROR(ff::EAGAIN) && code != ff::AVERROR_EOF {
-            return Err(Error::corrupt(format!("the decoder refused a packet: {}", av_error(code))));
+            return Err(Error::corrupt(format!("the decoder refused a packet: {}{}", av_error(code), log_suffix())));
         }
         Ok(())
     }
@@ -432,7 +487,7 @@ impl Decoder {
             return Ok(false);
         }
         if code < 0 {
-            return Err(Error::corrupt(format!("decoding failed: {}", av_error(code))));
+            return Err(Error::corrupt(format!("decoding failed: {}{}", av_error(code), log_suffix())));
         }
         Ok(true)
     }

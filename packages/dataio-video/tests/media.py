@@ -91,8 +91,13 @@ def write_tone(out: av.container.OutputContainer, stream: av.audio.AudioStream, 
     chunk = 1024
     for s in range(0, n, chunk):
         block = data[:, s:s + chunk]
-        if fmt in ("s16", "s16p"):
+        base = fmt.rstrip("p")
+        if base == "s16":
             block = (block * 32767).astype(np.int16)
+        elif base == "s32":
+            block = (block * 2147483647).astype(np.int32)
+        elif base == "dbl":
+            block = block.astype(np.float64)
         if not fmt.endswith("p"):
             block = block.T.reshape(1, -1)
         frame = av.AudioFrame.from_ndarray(np.ascontiguousarray(block), format=fmt, layout=stream.codec_context.layout.name)

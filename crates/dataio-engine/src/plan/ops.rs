@@ -514,7 +514,7 @@ pub struct Mix {
     pub label: String,
 }
 
-/// Pads a variable-length slot along its first axis to one tensor, plus `<slot>_lengths`.
+/// Pads a variable-length slot along its first axis (its last, for rows that differ only there: audio `[C, N]`) to one tensor, plus `<slot>_lengths`.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PadToLongest {

@@ -192,6 +192,14 @@ fn pad_to_longest(batch: &mut Batch, p: &PadToLongest) -> Result<()> {
     };
     let Some(first) = rows.first() else { return Ok(()) };
     let dtype = first.dtype;
+    // Rows that differ only in their last axis (audio, [C, N]) pad that axis.
+    let nd = first.shape.len();
+    if nd >= 2
+        && rows.iter().any(|r| r.shape[..] != first.shape[..])
+        && rows.iter().all(|r| r.dtype == dtype && r.shape.len() == nd && r.shape[..nd - 1] == first.shape[..nd - 1])
+    {
+        return pad_last_axis(batch, si, name, &rows, value);
+    }
     let tail: Vec<usize> = first.shape.get(1..).map(<[usize]>::to_vec).unwrap_or_default();
     for r in &rows {
         if r.dtype != dtype || r.shape.is_empty() || r.shape[1..] != tail[..] {
@@ -221,6 +229,44 @@ fn pad_to_longest(batch: &mut Batch, p: &PadToLongest) -> Result<()> {
     shape.extend(&tail);
     batch.slots[si].1 = SlotValue::Stacked(Tensor { dtype, shape, buf: Arc::new(buf), offset: 0 });
     let lens: Vec<u8> = rows.iter().flat_map(|r| (r.shape[0] as i64).to_ne_bytes()).collect();
+    batch.slots.push((
+        format!("{name}_lengths"),
+        SlotValue::Stacked(Tensor::from_bytes(DType::I64, vec![rows.len()], &lens)?),
+    ));
+    Ok(())
+}
+
+/// [`pad_to_longest`] of rows that share every axis but the last: each row
+/// `[..., n]` becomes `[..., longest]`, `<slot>_lengths` holds each `n`.
+fn pad_last_axis(batch: &mut Batch, si: usize, name: &str, rows: &[Tensor], value: f64) -> Result<()> {
+    let first = &rows[0];
+    let dtype = first.dtype;
+    let nd = first.shape.len();
+    let lead: usize = first.shape[..nd - 1].iter().product();
+    let longest = rows.iter().map(|r| r.shape[nd - 1]).max().unwrap_or(0);
+    let size = dtype.size();
+    let row_bytes = lead * longest * size;
+    let buf = pooled(row_bytes * rows.len());
+    // SAFETY: fresh buffer we own; every byte is written below (data, then padding).
+    let dst = unsafe { buf.slice_mut(0, row_bytes * rows.len()) };
+    let mut pad = vec![0u8; size];
+    write_scalar(dtype, value, &mut pad);
+    for (i, r) in rows.iter().enumerate() {
+        let n = r.shape[nd - 1];
+        let src = r.bytes();
+        for l in 0..lead {
+            let out = &mut dst[i * row_bytes + l * longest * size..i * row_bytes + (l + 1) * longest * size];
+            out[..n * size].copy_from_slice(&src[l * n * size..(l + 1) * n * size]);
+            for chunk in out[n * size..].chunks_exact_mut(size) {
+                chunk.copy_from_slice(&pad);
+            }
+        }
+    }
+    let mut shape = vec![rows.len()];
+    shape.extend(&first.shape[..nd - 1]);
+    shape.push(longest);
+    batch.slots[si].1 = SlotValue::Stacked(Tensor { dtype, shape, buf: Arc::new(buf), offset: 0 });
+    let lens: Vec<u8> = rows.iter().flat_map(|r| (r.shape[nd - 1] as i64).to_ne_bytes()).collect();
     batch.slots.push((
         format!("{name}_lengths"),
         SlotValue::Stacked(Tensor::from_bytes(DType::I64, vec![rows.len()], &lens)?),

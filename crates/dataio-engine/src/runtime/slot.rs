@@ -484,6 +484,45 @@ fn finish_tensor(
         let finish = Finish::from_steps(r.tail.iter())?;
         return emit(&finish, &out, r.geo.hflip, r.geo.vflip, dest);
     }
+    // A clip, uint8 [T, H, W, C] (a video decoder's): the image chain runs
+    // on every frame with one set of draws for the whole clip (the same
+    // crop and flip on each frame), giving [T, ...the frame's shape].
+    if t.dtype == DType::U8
+        && t.shape.len() == 4
+        && (1..=4).contains(&t.shape[3])
+        && steps.iter().any(|s| s.is_geometry() || matches!(s, Step::Normalize { .. } | Step::ToChw))
+    {
+        let (frames, h, w, c) = (t.shape[0], t.shape[1], t.shape[2], t.shape[3]);
+        let r = resolve(steps, w as u32, h as u32, c, key, record)?;
+        if r.external.is_some() {
+            return Err(Error::invalid("only one plugin op per image chain is supported"));
+        }
+        let finish = Finish::from_steps(r.tail.iter())?;
+        let src = t.bytes();
+        let frame_bytes = h * w * c;
+        let mut out: Option<(Vec<usize>, usize, AlignedBuf)> = None;
+        for i in 0..frames {
+            let px = Pixels {
+                width: w as u32,
+                height: h as u32,
+                channels: c as u32,
+                data: src[i * frame_bytes..(i + 1) * frame_bytes].to_vec(),
+            };
+            let frame = render(&r.geo, &px, (0.0, 0.0), (1.0, 1.0))?;
+            let (_, n, buf) = out.get_or_insert_with(|| {
+                let n = finish.nbytes(frame.width, frame.height, frame.channels);
+                let mut shape = vec![frames];
+                shape.extend(finish.shape(frame.width, frame.height, frame.channels));
+                (shape, n, AlignedBuf::new(n * frames, false))
+            });
+            // SAFETY: a fresh buffer owned here; frame i writes its own n bytes.
+            finish.write(&frame, r.geo.hflip, r.geo.vflip, unsafe { buf.slice_mut(i * *n, *n) })?;
+        }
+        let Some((shape, _, buf)) = out else {
+            return Err(Error::invalid("an empty clip (0 frames) meets image ops"));
+        };
+        return place(Tensor { dtype: finish.dtype, shape, buf: Arc::new(buf), offset: 0 }, dest);
+    }
     let mut t = t;
     for s in steps {
         t = match s {

@@ -1,0 +1,267 @@
+"""decode_video and the video verbs on media FFmpeg wrote, every frame
+carrying its number: frame exactness is read back, not assumed."""
+
+from __future__ import annotations
+
+import json
+import resource
+import tarfile
+from pathlib import Path
+from typing import Any
+
+import av
+import numpy as np
+import pytest
+from media import frame_number
+
+import dataio
+from dataio.errors import DecodeError, RowError
+
+ALL = ["h264_bframes.mp4", "moov_at_end.mp4", "long_gop.mp4", "vfr.mp4", "h264.mkv", "vp9.webm", "hevc.mp4",
+       "mpeg4.avi", "with_audio.mp4", "av1.mkv"]
+
+
+def numbers(clip: np.ndarray) -> list[int]:
+    return [frame_number(f) for f in clip]
+
+
+def pyav_frames(path: Path) -> list[np.ndarray]:
+    with av.open(str(path)) as c:
+        return [f.to_ndarray(format="rgb24") for f in c.decode(video=0)]
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_every_frame_in_presentation_order(videos: dict[str, tuple[Path, int]], name: str) -> None:
+    path, n = videos[name]
+    info = dataio.video_info(str(path))
+    assert info["frames"] == n and info["has_video"] and (info["width"], info["height"]) == (128, 96), info
+    assert info["keyframes"][0] == 0 and all(0 <= k < n for k in info["keyframes"]), info
+    clip = dataio.read_video(str(path))
+    assert clip.shape == (n, 96, 128, 3) and clip.dtype == np.uint8
+    assert numbers(clip) == list(range(n))
+
+
+@pytest.mark.parametrize("name", ["h264_bframes.mp4", "long_gop.mp4", "vfr.mp4", "h264.mkv", "vp9.webm", "hevc.mp4"])
+def test_the_same_pixels_as_pyav(videos: dict[str, tuple[Path, int]], name: str) -> None:
+    path, n = videos[name]
+    ours = dataio.read_video(str(path)).astype(np.int16)
+    theirs = np.stack(pyav_frames(path)).astype(np.int16)
+    assert ours.shape == theirs.shape
+    diff = np.abs(ours - theirs)
+    # The same decoder; only the YUV -> RGB conversion may round differently.
+    assert diff.mean() < 1.5 and np.percentile(diff, 99.9) <= 8, (diff.mean(), diff.max())
+
+
+@pytest.mark.parametrize("name", ["h264_bframes.mp4", "moov_at_end.mp4", "long_gop.mp4", "vfr.mp4", "h264.mkv", "mpeg4.avi"])
+def test_clips_anywhere_are_exact(videos: dict[str, tuple[Path, int]], name: str) -> None:
+    path, n = videos[name]
+    rng = np.random.default_rng(5)
+    for _ in range(12):
+        stride = int(rng.integers(1, 4))
+        t = int(rng.integers(1, 6))
+        start = int(rng.integers(0, n - (t - 1) * stride))
+        clip = dataio.read_video(str(path), start_frame=start, num_frames=t, stride=stride)
+        assert numbers(clip) == [start + k * stride for k in range(t)], (start, t, stride)
+
+
+def test_video_info(videos: dict[str, tuple[Path, int]]) -> None:
+    info = dataio.video_info(str(videos["h264_bframes.mp4"][0]))
+    assert info["codec"] == "h264" and info["fps"] == pytest.approx(25.0)
+    assert info["duration"] == pytest.approx(60 / 25, rel=0.02) and info["keyframes"] == [0, 12, 24, 36, 48]
+    assert info["audio"] == []
+    with_audio = dataio.video_info(str(videos["with_audio.mp4"][0]))
+    (a,) = with_audio["audio"]
+    assert a["codec"] == "aac" and a["sample_rate"] == 48000 and a["channels"] == 2
+    vfr = dataio.video_info(str(videos["vfr.mp4"][0]))
+    assert vfr["frames"] == 40 and vfr["codec"] == "h264"
+    assert dataio.video_info(str(videos["hevc.mp4"][0]))["codec"] == "hevc"
+    assert dataio.video_info(str(videos["vp9.webm"][0]))["codec"] == "vp9"
+
+
+def records(videos: dict[str, tuple[Path, int]], names: list[str]) -> list[dict[str, Any]]:
+    return [{"key": name, "video": str(videos[name][0])} for name in names]
+
+
+def run(pipe: Any, recs: list[dict[str, Any]], **kw: Any) -> dict[str, np.ndarray]:
+    with pipe.bind(recs).run("numpy", **kw) as loader:
+        return {k: np.array(x) for b in loader for k, x in zip(b.keys, b["video"])}
+
+
+MP4S = ["h264_bframes.mp4", "moov_at_end.mp4", "long_gop.mp4", "vfr.mp4", "h264.mkv", "with_audio.mp4"]
+
+
+def test_random_clips_in_a_pipeline_are_keyed_and_batch(videos: dict[str, tuple[Path, int]]) -> None:
+    pipe = dataio.pipeline(dataio.slot("video").decode_video(num_frames=5, stride=2, clip="random"), dataio.batch(3))
+    recs = records(videos, MP4S)
+    a = run(pipe, recs, seed=11)
+    assert a.keys() == {r["key"] for r in recs}
+    starts = {}
+    for k, clip in a.items():
+        got = numbers(clip)
+        assert clip.shape == (5, 96, 128, 3)
+        assert got == [got[0] + 2 * i for i in range(5)] and got[-1] < videos[k][1], (k, got)
+        starts[k] = got[0]
+    b = run(pipe, recs, seed=11, concurrency=1)
+    assert all(np.array_equal(a[k], b[k]) for k in a), "the same seed gives the same clips on any concurrency"
+    c = run(pipe, recs, seed=12)
+    assert any(numbers(c[k])[0] != starts[k] for k in a), "another seed draws other starts"
+    with pipe.bind(recs).run("numpy", seed=11) as loader:
+        e0 = {k: numbers(np.array(x))[0] for bt in loader for k, x in zip(bt.keys, bt["video"])}
+        e1 = {k: numbers(np.array(x))[0] for bt in loader for k, x in zip(bt.keys, bt["video"])}
+    assert e0 == starts and e1 != e0, "each epoch draws again"
+
+
+def test_start_center_fps_and_padding(videos: dict[str, tuple[Path, int]]) -> None:
+    path = str(videos["h264_bframes.mp4"][0])  # 60 frames at 25 fps
+    recs = [{"key": "a", "video": path}]
+
+    def one(**params: Any) -> list[int]:
+        pipe = dataio.pipeline(dataio.slot("video").decode_video(**params), dataio.batch(1))
+        return numbers(run(pipe, recs)["a"])
+
+    assert one(num_frames=3, clip="start") == [0, 1, 2]
+    assert one(num_frames=4, clip="center") == [28, 29, 30, 31]
+    assert one(num_frames=3, start_frame=40, stride=5) == [40, 45, 50]
+    assert one(num_frames=3, start_time=1.0) == [25, 26, 27]
+    # fps resamples by timestamps: 12.5 fps from 25 fps takes every other frame.
+    assert one(num_frames=4, clip="start", fps=12.5) == [0, 2, 4, 6]
+    assert one(num_frames=3, clip="start", fps=50.0) == [0, 0, 1]
+    # Past the end: the last frame repeats, or an error names the frames.
+    assert one(num_frames=4, start_frame=57) == [57, 58, 59, 59]
+    with pytest.raises(RowError) as e:
+        one(num_frames=4, start_frame=57, pad="error")
+    assert "57" in str(e.value) and e.value.op == "decode_video" and e.value.uri == path, e.value
+    with pytest.raises(RowError, match="start_frame=70 is past the last frame"):
+        one(num_frames=2, start_frame=70)
+
+
+def test_vfr_fps_follows_timestamps(videos: dict[str, tuple[Path, int]]) -> None:
+    path, n = videos["vfr.mp4"]
+    pts = [i * 40 + (i % 3) * 13 + (i // 10) * 100 for i in range(n)]
+    recs = [{"key": "a", "video": str(path)}]
+    pipe = dataio.pipeline(dataio.slot("video").decode_video(num_frames=8, clip="start", fps=10.0), dataio.batch(1))
+    got = numbers(run(pipe, recs)["a"])
+    # Frame shown at t = k / 10 s: the last whose timestamp is <= t.
+    want = [max(i for i in range(n) if pts[i] <= k * 100) for k in range(8)]
+    assert got == want
+
+
+def test_clip_transforms_draw_once_per_clip(videos: dict[str, tuple[Path, int]]) -> None:
+    recs = records(videos, MP4S)
+    plain = dataio.pipeline(dataio.slot("video").decode_video(num_frames=4, clip="start"), dataio.batch(2))
+    flipped = dataio.pipeline(dataio.slot("video").decode_video(num_frames=4, clip="start").hflip(p=0.5), dataio.batch(2))
+    a, b = run(plain, recs, seed=3), run(flipped, recs, seed=3)
+    kinds = set()
+    for k in a:
+        same = [np.array_equal(a[k][i], b[k][i]) for i in range(4)]
+        mirrored = [np.array_equal(a[k][i][:, ::-1], b[k][i]) for i in range(4)]
+        assert all(same) or all(mirrored), (k, same, mirrored)
+        kinds.add(all(same))
+    assert kinds == {True, False}, "p=0.5 over six clips flips some, not all"
+    chain = dataio.pipeline(
+        dataio.slot("video").decode_video(num_frames=4, stride=2).random_resized_crop(32, 32).normalize("imagenet"),
+        dataio.batch(3),
+    )
+    with chain.bind(recs).run("numpy", seed=1) as loader:
+        batch = next(iter(loader))
+    assert batch["video"].shape == (3, 4, 3, 32, 32) and batch["video"].dtype == np.float32
+
+
+def test_resume_mid_epoch_equals_an_uninterrupted_run(videos: dict[str, tuple[Path, int]]) -> None:
+    pipe = dataio.pipeline(dataio.slot("video").decode_video(num_frames=3, stride=3).hflip(), dataio.batch(2))
+    recs = records(videos, MP4S)
+    whole = run(pipe, recs, seed=9)
+    with pipe.bind(recs).run("numpy", seed=9) as loader:
+        it = iter(loader)
+        first = next(it)
+        state = loader.state_dict()
+    seen = {k: np.array(x) for k, x in zip(first.keys, first["video"])}
+    with pipe.bind(recs).run("numpy", seed=9) as loader:
+        loader.load_state_dict(state)
+        for b in loader:
+            for k, x in zip(b.keys, b["video"]):
+                assert k not in seen
+                seen[k] = np.array(x)
+    assert seen.keys() == whole.keys() and all(np.array_equal(seen[k], whole[k]) for k in whole)
+
+
+def test_webdataset_tar_members(videos: dict[str, tuple[Path, int]], tmp_path: Path) -> None:
+    shard = tmp_path / "videos-000.tar"
+    names = ["h264_bframes.mp4", "h264.mkv", "moov_at_end.mp4"]
+    with tarfile.open(shard, "w") as tar:
+        for i, name in enumerate(names):
+            # The container is probed from the bytes, whatever the member's suffix.
+            tar.add(videos[name][0], arcname=f"s{i:03d}.mp4")
+            meta = tmp_path / f"s{i}.json"
+            meta.write_text(json.dumps({"name": name}))
+            tar.add(meta, arcname=f"s{i:03d}.json")
+    ds = dataio.tar_records(str(shard))
+    pipe = dataio.pipeline(dataio.slot("mp4").decode_video(num_frames=3, clip="start", stride=4), dataio.batch(1))
+    with pipe.bind(ds).run("numpy") as loader:
+        got = {b.keys[0]: numbers(np.array(b["mp4"][0])) for b in loader}
+    assert got == {f"s{i:03d}": [0, 4, 8] for i in range(3)}, got
+
+
+@pytest.mark.parametrize(
+    "content, what",
+    [(b"", "empty"), (b"\x00\x00\x00\x18ftypmp42" + b"\x07" * 300, "moov"), (bytes(range(256)) * 40, "")],
+)
+def test_bad_files_are_typed_errors_and_skip_goes_on(videos: dict[str, tuple[Path, int]], tmp_path: Path,
+                                                     content: bytes, what: str) -> None:
+    bad = tmp_path / "bad.mp4"
+    bad.write_bytes(content)
+    recs = records(videos, ["h264_bframes.mp4", "h264.mkv"]) + [{"key": "bad", "video": str(bad)}]
+    pipe = dataio.pipeline(dataio.slot("video").decode_video(num_frames=2), dataio.batch(1))
+    with pytest.raises(RowError) as e:
+        run(pipe, recs)
+    assert e.value.key == "bad" and e.value.slot == "video" and e.value.op == "decode_video", e.value
+    assert e.value.uri == str(bad) and what in str(e.value), e.value
+    got = run(pipe, recs, on_failure="skip")
+    assert set(got) == {"h264_bframes.mp4", "h264.mkv"}
+
+
+def test_truncated_audio_only_and_oversized_inputs(videos: dict[str, tuple[Path, int]], audios: dict[str, Path],
+                                                   tmp_path: Path) -> None:
+    src = videos["long_gop.mp4"][0].read_bytes()
+    cut = tmp_path / "cut.mp4"
+    cut.write_bytes(src[: len(src) * 2 // 3])  # faststart: the moov is whole, the samples are not
+    with pytest.raises(DecodeError) as e:
+        dataio.read_video(str(cut), start_frame=280, num_frames=4)
+    assert "cut.mp4" in str(e.value)
+    with pytest.raises(DecodeError, match="no video stream.*only audio"):
+        dataio.read_video(str(audios["tone.flac"]), num_frames=2)
+    recs = [{"key": "a", "video": str(videos["h264_bframes.mp4"][0])}]
+    pipe = dataio.pipeline(dataio.slot("video").decode_video(num_frames=2, max_pixels=100), dataio.batch(1))
+    with pytest.raises(dataio.errors.DataioError, match="max_pixels=100"):
+        run(pipe, recs)
+    with pytest.raises(dataio.errors.PlanError, match="num_frames"):
+        dataio.pipeline(dataio.slot("video").decode_video(num_frames="many"), dataio.batch(1))
+
+
+def test_memory_stays_flat_over_many_clips(videos: dict[str, tuple[Path, int]]) -> None:
+    recs = records(videos, MP4S) * 40
+    pipe = dataio.pipeline(dataio.slot("video").decode_video(num_frames=4, stride=2), dataio.batch(8))
+
+    def epoch(seed: int) -> int:
+        n = 0
+        with pipe.bind(recs).run("numpy", seed=seed) as loader:
+            for b in loader:
+                n += len(b.keys)
+        return n
+
+    for s in range(3):
+        epoch(s)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    total = sum(epoch(10 + s) for s in range(6))
+    grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    assert total == 6 * len(recs)
+    # 1,440 clips more (each opening a demuxer and a decoder): no leak.
+    assert grown_kib < 32 * 1024, grown_kib
+
+
+def test_a_plan_naming_the_op_without_the_plugin_names_the_package() -> None:
+    from dataio.transforms import plugin_package_hint
+
+    hint = plugin_package_hint("decode_video")
+    assert "dataio-video" in hint and "pip install" in hint
+    assert plugin_package_hint("decode_pgm") == ""
