@@ -147,12 +147,13 @@ pub fn decode(
     let mut keys: Vec<_> = v.frames.iter().filter(|f| f.key).collect();
     keys.sort_by_key(|f| f.decode);
     let start = keys.iter().rev().find(|k| k.decode <= first_decode && k.pts <= first_pts).copied();
-    let is_mov = index.format.starts_with("mov,");
     match start {
         // The first keyframe or none before it: from the start of the stream.
         Some(k) if k.decode > 0 => {
-            let ts = if is_mov { k.dts } else { k.pts };
-            media.seek(v.stream, ts, ff::AVSEEK_FLAG_BACKWARD)?;
+            // Demuxers seek by presentation time (mp4's too: it steps back
+            // to a keyframe shown at or before the time asked, so the
+            // keyframe's dts would land a GOP early).
+            media.seek(v.stream, k.pts, ff::AVSEEK_FLAG_BACKWARD)?;
         }
         // A freshly opened demuxer is at the start of the stream.
         _ => {}
@@ -175,11 +176,10 @@ pub fn decode(
                     first_packet = false;
                     // The seek must land at or before the keyframe chosen.
                     if let Some(k) = start {
-                        let dts = if p.dts != ff::AV_NOPTS_VALUE { p.dts } else { p.pts };
-                        if k.decode > 0 && dts != ff::AV_NOPTS_VALUE && dts > (if is_mov { k.dts } else { k.pts }) {
+                        if k.decode > 0 && k.pos >= 0 && p.pos > k.pos {
                             return Err(Error::corrupt(format!(
-                                "{uri}: seeking to the keyframe at pts {} landed at dts {dts}, after it",
-                                k.pts
+                                "{uri}: seeking to the keyframe at pts {} (byte {}) landed at byte {}, after it",
+                                k.pts, k.pos, p.pos
                             )));
                         }
                     }

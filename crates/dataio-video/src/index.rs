@@ -26,6 +26,8 @@ pub struct FrameEntry {
     /// Position in decoding order.
     pub decode: u32,
     pub key: bool,
+    /// Byte offset of the packet in the file (-1 when unknown).
+    pub pos: i64,
 }
 
 /// An audio stream of the file.
@@ -179,6 +181,7 @@ fn scan_frames(media: &mut Media<'_>, v: &mut VideoStream) -> Result<()> {
                 dts: if p.dts != ff::AV_NOPTS_VALUE { p.dts } else { pts },
                 decode,
                 key: p.flags & ff::AV_PKT_FLAG_KEY != 0,
+                pos: p.pos,
             });
         }
         decode += 1;

@@ -284,10 +284,10 @@ impl<'s> Media<'s> {
             let p = unsafe { &*(*st).codecpar };
             p.codec_id != ff::AVCodecID::AV_CODEC_ID_NONE
                 && match p.codec_type {
-                    ff::AVMediaType::AVMEDIA_TYPE_VIDEO => p.width > 0 && p.height > 0 && p.format >= 0,
-                    ff::AVMediaType::AVMEDIA_TYPE_AUDIO => {
-                        p.sample_rate > 0 && p.ch_layout.nb_channels > 0 && p.format >= 0
-                    }
+                    // The pixel or sample format need not be known: the
+                    // decoder finds it in the first packet it decodes.
+                    ff::AVMediaType::AVMEDIA_TYPE_VIDEO => p.width > 0 && p.height > 0,
+                    ff::AVMediaType::AVMEDIA_TYPE_AUDIO => p.sample_rate > 0 && p.ch_layout.nb_channels > 0,
                     _ => true,
                 }
         }) && !self.streams().is_empty()

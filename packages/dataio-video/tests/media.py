@@ -14,11 +14,16 @@ BLOCK = 16
 BITS = 12  # frame numbers up to 4095: two rows of six blocks
 
 
-def frame_image(i: int, width: int = 128, height: int = 96) -> np.ndarray:
+def frame_image(i: int, width: int = 128, height: int = 96, noise: bool = False) -> np.ndarray:
     """RGB frame number ``i``: bit b of i is the block (b // 6, b % 6),
-    white for 1, black for 0, on a mid-grey background with a gradient."""
+    white for 1, black for 0, on a mid-grey background with a gradient
+    (with ``noise``, random pixels below the blocks: a file that compresses
+    badly, i.e. a large one)."""
     img = np.full((height, width, 3), 96, np.uint8)
     img[:, :, 2] = np.linspace(0, 255, width, dtype=np.uint8)[None, :]
+    if noise:
+        rng = np.random.default_rng(i)
+        img[2 * BLOCK + 8:] = rng.integers(0, 256, img[2 * BLOCK + 8:].shape, dtype=np.uint8)
     for b in range(BITS):
         r, c = divmod(b, 6)
         img[r * BLOCK:(r + 1) * BLOCK, c * BLOCK:(c + 1) * BLOCK] = 255 if (i >> b) & 1 else 0
@@ -39,7 +44,7 @@ def frame_number(img: np.ndarray) -> int:
 def write_video(path: Path, frames: int, *, codec: str = "libx264", fps: int = 25, gop: int = 12,
                 bframes: int = 2, faststart: bool = True, pts: list[int] | None = None,
                 width: int = 128, height: int = 96, options: dict[str, str] | None = None,
-                audio: bool = False) -> Path:
+                audio: bool = False, noise: bool = False) -> Path:
     """A video of ``frames`` numbered frames. ``pts`` gives each frame's
     timestamp in 1/1000 s (variable frame rate); the container follows the
     suffix (mp4 with the moov atom first unless ``faststart=False``)."""
@@ -62,7 +67,7 @@ def write_video(path: Path, frames: int, *, codec: str = "libx264", fps: int = 2
             astream = out.add_stream("aac", rate=48000)
             astream.layout = "stereo"
         for i in range(frames):
-            f = av.VideoFrame.from_ndarray(frame_image(i, width, height), format="rgb24")
+            f = av.VideoFrame.from_ndarray(frame_image(i, width, height, noise), format="rgb24")
             if pts is not None:
                 f.pts = pts[i]
                 f.time_base = Fraction(1, 1000)
