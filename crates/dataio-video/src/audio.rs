@@ -45,7 +45,9 @@ pub struct Window {
     pub fetched: u64,
 }
 
-struct Resampler(*mut ff::SwrContext);
+/// swresample, with the input format it was made for (format, rate,
+/// channels): a frame in another is refused, never read with the wrong plane count.
+struct Resampler(*mut ff::SwrContext, (i32, i32, i32));
 
 impl Drop for Resampler {
     fn drop(&mut self) {
@@ -56,7 +58,7 @@ impl Drop for Resampler {
 
 impl Resampler {
     fn new(f: &ff::AVFrame, out_rate: u32, out_channels: u32) -> Result<Resampler> {
-        let mut r = Resampler(std::ptr::null_mut());
+        let mut r = Resampler(std::ptr::null_mut(), (f.format, f.sample_rate, f.ch_layout.nb_channels));
         // SAFETY: layouts are initialised and uninitialised here; swr copies
         // what it needs from them.
         unsafe {
@@ -95,6 +97,17 @@ impl Resampler {
     /// Converts `f` (None: flush) from its sample `from` on and appends to
     /// `out` (one Vec per channel).
     fn push(&mut self, f: Option<&ff::AVFrame>, from: usize, out: &mut [Vec<f32>]) -> Result<()> {
+        if let Some(f) = f {
+            if (f.format, f.sample_rate, f.ch_layout.nb_channels) != self.1 {
+                return Err(Error::unsupported(format!(
+                    "the audio changes format mid-stream ({} Hz, {} channels, then {} Hz, {} channels)",
+                    self.1 .1, self.1 .2, f.sample_rate, f.ch_layout.nb_channels
+                )));
+            }
+            if from > f.nb_samples.max(0) as usize {
+                return Err(Error::corrupt("a frame shorter than its own skip"));
+            }
+        }
         let in_count = f.map_or(0, |f| f.nb_samples - from as i32);
         // SAFETY: the context is initialised; each output plane has room for
         // `room` samples; the input planes are the frame's.
@@ -263,7 +276,9 @@ pub fn decode(source: &dyn Source, index: &FileIndex, spec: &AudioSpec, draw: u6
     let mut data = vec![0f32; channels * len];
     for (c, o) in out.iter().enumerate() {
         let take = len.min(o.len().saturating_sub(skip));
-        data[c * len..c * len + take].copy_from_slice(&o[skip..skip + take]);
+        if take > 0 {
+            data[c * len..c * len + take].copy_from_slice(&o[skip..skip + take]);
+        }
     }
     Ok(Window { channels, len, data, sample_rate: out_rate, fetched: media.fetched() })
 }
