@@ -517,6 +517,11 @@ def bench(session: nox.Session) -> None:
 # own backend. ziglang is pinned to the version verified with this maturin.
 WHEEL_TOOLS = ["maturin>=1.9.4,<2", "ziglang==0.17.1"]
 MANYLINUX = "manylinux2014"
+# Packages whose native module links the system's shared libraries (the
+# FFmpeg of dataio-video): a manylinux wheel may only link the libraries
+# its policy lists, unless it bundles the others, so these are built on the
+# machine (no zig) and tagged linux_<arch>, for machines with those libraries.
+SYSTEM_LINKED = {"dataio-video"}
 # Their own target dir: the zig-linked artifacts never replace target/'s.
 WHEELS_TARGET = ROOT / "target" / "wheels"
 # A wheel tag's platform and the newest glibc it lets a module need.
@@ -558,7 +563,13 @@ def build_wheels(session: nox.Session, outdir: Path, profile: str) -> list[Path]
     with tempfile.TemporaryDirectory(dir=outdir, prefix=".build-") as staging:
         for pkg in PACKAGES:
             out = Path(staging) / pkg.name
-            if (pkg / "Cargo.toml").is_file():
+            if pkg.name in SYSTEM_LINKED:
+                session.run(
+                    str(tools / "maturin"), "build", "--compatibility", "linux", "--profile", profile,
+                    "-i", str(tools / "python"), "-m", str(pkg / "Cargo.toml"), "--out", str(out),
+                    env={"CARGO_TARGET_DIR": str(WHEELS_TARGET)}, external=True,
+                )
+            elif (pkg / "Cargo.toml").is_file():
                 session.run(
                     str(tools / "maturin"), "build", "--zig", "--compatibility", MANYLINUX, "--profile", profile,
                     "-i", str(tools / "python"), "-m", str(pkg / "Cargo.toml"), "--out", str(out),
@@ -567,7 +578,7 @@ def build_wheels(session: nox.Session, outdir: Path, profile: str) -> list[Path]
             else:
                 session.run("uv", "build", "--wheel", "--out-dir", str(out), str(pkg), external=True)
             (wheel,) = out.glob("*.whl")
-            problems = check_wheel(wheel, (pkg / "README.md").read_text(), session.log)
+            problems = check_wheel(wheel, (pkg / "README.md").read_text(), session.log, pkg.name in SYSTEM_LINKED)
             if problems:
                 session.error(f"{wheel.name}:\n  " + "\n  ".join(problems))
             wheels.append(wheel)
@@ -577,8 +588,10 @@ def build_wheels(session: nox.Session, outdir: Path, profile: str) -> list[Path]
     return wheels
 
 
-def check_wheel(wheel: Path, readme: str, log=print) -> list[str]:
-    """What is wrong with a built wheel: its tag, LICENSE, README, glibc needs (logged per module)."""
+def check_wheel(wheel: Path, readme: str, log=print, system_linked: bool = False) -> list[str]:
+    """What is wrong with a built wheel: its tag, LICENSE, README, glibc needs
+    (logged per module). A ``system_linked`` wheel (SYSTEM_LINKED) is tagged
+    linux_<arch> and needs no more glibc than the machine that built it."""
     problems: list[str] = []
     tags = wheel.name.removesuffix(".whl").split("-")[2:]
     with zipfile.ZipFile(wheel) as zf:
@@ -599,6 +612,10 @@ def check_wheel(wheel: Path, readme: str, log=print) -> list[str]:
         if tags[:2] != ["cp311", "abi3"]:
             problems.append(f"a native wheel tagged {'-'.join(tags[:2])}, not cp311-abi3")
         platforms = [p.removesuffix("_x86_64") for p in tags[2].split(".")]
+        if system_linked:
+            if platforms != ["linux"]:
+                problems.append(f"a wheel linking system libraries tagged {tags[2]}, not linux_<arch>")
+            return problems
         if MANYLINUX not in platforms:
             problems.append(f"platform tag {tags[2]} lacks {MANYLINUX}")
         allowed = min(GLIBC_OF_TAG[p] for p in platforms if p in GLIBC_OF_TAG)

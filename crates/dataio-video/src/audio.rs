@@ -198,7 +198,7 @@ pub fn decode(source: &dyn Source, index: &FileIndex, spec: &AudioSpec, draw: u6
         let ts = ((t0 - PREROLL).max(0.0) * tb.den as f64 / tb.num as f64) as i64;
         media.seek(a.stream, ts, ff::AVSEEK_FLAG_BACKWARD)?;
     }
-    let mut dec = Decoder::open(stream)?;
+    let mut dec = Decoder::open(&media, a.stream)?;
     let mut pkt = Packet::new()?;
     let mut frame = Frame::new()?;
     let mut rs: Option<Resampler> = None;

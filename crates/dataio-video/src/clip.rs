@@ -132,8 +132,7 @@ pub fn decode(
     let v = index.video.as_ref().ok_or_else(|| Error::invalid(format!("{uri}: no video stream")))?;
     let mut media = Media::open(source, index.header.clone())?;
     media.keep_only(v.stream);
-    let stream = media.streams()[v.stream];
-    let mut dec = Decoder::open(stream)?;
+    let mut dec = Decoder::open(&media, v.stream)?;
     // Every slot of the output a timestamp fills.
     let mut wanted: HashMap<i64, Vec<usize>> = HashMap::new();
     for (slot, &i) in which.iter().enumerate() {

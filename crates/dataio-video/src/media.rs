@@ -440,7 +440,9 @@ impl Drop for Frame {
 pub struct Decoder(pub *mut ff::AVCodecContext);
 
 impl Decoder {
-    pub fn open(stream: *mut ff::AVStream) -> Result<Decoder> {
+    /// A decoder for stream `index` of `media`.
+    pub fn open(media: &Media<'_>, index: usize) -> Result<Decoder> {
+        let stream = *media.streams().get(index).ok_or_else(|| Error::invalid(format!("no stream {index}")))?;
         // SAFETY: a stream of an open context; the context is freed by Drop
         // on every path once allocated.
         unsafe {

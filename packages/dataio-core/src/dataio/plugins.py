@@ -46,9 +46,26 @@ __all__ = [
     "register_backend",
     "plugin_manager",
     "install_hint",
+    "call_native_decoder",
 ]
 
 RUNTIME = "<runtime>"
+
+
+def call_native_decoder(op: str, uri: str, params: dict[str, Any] | None = None, *, seed: int | None = None,
+                        epoch: int = 0, index: int = 0) -> Any:
+    """Runs native decoder ``op`` (a plugin's, registered through the op
+    ABI) once on the object at ``uri``, read by range as a loader reads it,
+    and returns its output as a numpy array: the verbs a plugin builds on
+    its decoders (``dataio.read_video``) call this. ``seed``, ``epoch`` and
+    ``index`` key the op's random draws as the loader's record would."""
+    import json
+
+    import numpy as np
+
+    host.manager()  # registers the installed plugins' ops
+    dtype, shape, data, _fetched = _native.call_native_op(op, uri, json.dumps(params or {}), seed, epoch, index)
+    return np.frombuffer(data, dtype=dtype).reshape(shape).copy()
 
 
 def list_plugins() -> list[PluginInfo]:

@@ -14,19 +14,16 @@ from typing import Any
 
 import numpy as np
 
-from dataio import _native as _core
+from dataio.plugins import call_native_decoder
 
-from . import _native
+from ._native import ffmpeg_versions as _ffmpeg_versions
 
 __all__ = ["ffmpeg_versions", "read_audio", "read_video", "video_info"]
 
 
 def _call(op: str, uri: str, params: dict[str, Any]) -> np.ndarray:
-    from dataio._plugins import host
-
-    host.manager()  # the plugin's ops are registered when plugins load
-    dtype, shape, data, _fetched = _core.call_native_op(op, uri, json.dumps(params))
-    return np.frombuffer(data, dtype=dtype).reshape(shape).copy()
+    result: np.ndarray = call_native_decoder(op, uri, params)
+    return result
 
 
 def video_info(uri: str) -> dict[str, Any]:
@@ -56,4 +53,4 @@ def read_audio(uri: str, sample_rate: int | None = None, mono: bool = False, off
 
 def ffmpeg_versions() -> dict[str, str]:
     """The FFmpeg libraries this plugin runs on."""
-    return dict(_native.ffmpeg_versions())
+    return dict(_ffmpeg_versions())
