@@ -10,8 +10,11 @@ use ffmpeg_sys_next as ff;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Offset {
+    /// Seconds from the stream's start.
     At(f64),
     Random,
+    /// Seconds on the file's own clock (a video clip's first frame's time).
+    Absolute(f64),
 }
 
 #[derive(Clone, Debug)]
@@ -155,6 +158,7 @@ pub fn decode(source: &dyn Source, index: &FileIndex, spec: &AudioSpec, draw: u6
             }
             t
         }
+        Offset::Absolute(t) => t,
         Offset::Random => match spec.duration {
             // On the grid where input and output samples meet (1 / gcd of
             // the rates: 10 ms for 44.1 -> 16 kHz), so that a window equals
@@ -190,7 +194,10 @@ pub fn decode(source: &dyn Source, index: &FileIndex, spec: &AudioSpec, draw: u6
     // timestamp is its encoder delay, not 0).
     // SAFETY: as above.
     let origin = unsafe { (*stream).start_time };
-    let t0 = t0 + if origin != ff::AV_NOPTS_VALUE { secs(origin) } else { 0.0 };
+    let t0 = match spec.offset {
+        Offset::Absolute(_) => t0,
+        _ => t0 + if origin != ff::AV_NOPTS_VALUE { secs(origin) } else { 0.0 },
+    };
     if t0 > 0.0 && tb.num > 0 {
         // Decode from a little before the offset: codecs with a bit
         // reservoir or overlap (mp3, aac, opus) give silence or a ramp for

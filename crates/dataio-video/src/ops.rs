@@ -5,7 +5,7 @@ use crate::clip::{self, ClipSpec, Pad, Start, DEFAULT_MAX_PIXELS};
 use crate::index::{self, FileIndex};
 use crate::media::Source;
 use crate::{Error, Result};
-use dataio_abi::ops::{flags, kind, Call, ExportOp, Output, Reader};
+use dataio_abi::ops::{flags, kind, Call, ExportOp, Key, Output, Reader};
 use dataio_abi::AbiError;
 use serde_json::{json, Map, Value as Json};
 
@@ -103,13 +103,29 @@ pub fn clip_spec(p: &Params) -> Result<(ClipSpec, u64, u64)> {
         "error" => Pad::Error,
         _ => Pad::RepeatLast,
     };
-    if p.bool("audio")? {
+    if !matches!(p.get("audio"), None | Some(Json::Bool(false))) {
         return Err(Error::invalid(
-            "audio=True is not supported yet: decode the audio in a second slot with decode_audio(offset=..., duration=...)",
+            "audio= is expanded when the pipeline is built (dataio.pipeline adds the slot <slot>_audio, a decode_audio \
+             with video_clip=); a plan written by hand names that slot itself",
         ));
     }
     let max_pixels = p.int("max_pixels", Some(DEFAULT_MAX_PIXELS as i64), 1)?.unwrap() as u64;
     Ok((ClipSpec { num_frames, stride, fps, start, pad }, max_pixels, max_frames as u64))
+}
+
+/// The keyed draw that places a clip: from the call's own stream, or, for
+/// a `pair` (decode_video and the decode_audio that audio=True adds), from
+/// one stream both compute, so the audio window is the clip's.
+fn clip_draw(call: &Call<'_>, p: &Params) -> Result<u64> {
+    match p.get("pair") {
+        None => Ok(call.key.draw(0)),
+        Some(Json::String(pair)) => {
+            let stream =
+                pair.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3));
+            Ok(Key { stream, ..call.key }.draw(0))
+        }
+        Some(v) => Err(Error::invalid(format!("pair must be a slot name, got {v}"))),
+    }
 }
 
 fn index_for(call: &Call<'_>, source: &dyn Source) -> Result<std::sync::Arc<FileIndex>> {
@@ -153,7 +169,7 @@ impl ExportOp for DecodeVideo {
             if h as u64 * w as u64 > max_pixels {
                 return Err(Error::invalid(format!("{uri}: {w}x{h} frames are over max_pixels={max_pixels}")));
             }
-            let which = clip::select(v, &spec, call.key.draw(0), uri)?;
+            let which = clip::select(v, &spec, clip_draw(call, &p)?, uri)?;
             let dst = out.alloc("uint8", &[which.len() as u64, h as u64, w as u64, 3])?;
             clip::decode(source, &idx, &which, (h, w), dst, uri)?;
             Ok(())
@@ -185,6 +201,45 @@ pub fn audio_spec(p: &Params) -> Result<AudioSpec> {
     Ok(AudioSpec { sample_rate, mono: p.bool("mono")?, duration, offset, max_samples })
 }
 
+/// The clip of a paired decode_video (`video_clip`, `clip_start_*`), if any.
+fn paired_clip(p: &Params) -> Result<Option<ClipSpec>> {
+    let Some(v) = p.get("video_clip") else { return Ok(None) };
+    let Json::Object(m) = v else { return Err(Error::invalid(format!("video_clip must be an object, got {v}"))) };
+    let mut m = m.clone();
+    for key in ["start_frame", "start_time"] {
+        if let Some(x) = p.get(&format!("clip_{key}")) {
+            m.insert(key.into(), x.clone());
+        }
+    }
+    Ok(Some(clip_spec(&Params(m))?.0))
+}
+
+/// The audio window of the clip `spec` draws in the file's video: from
+/// its first frame's time, for the clip's nominal span (`num_frames *
+/// stride` frames at the video's rate, or `num_frames / fps`), so every
+/// window of a pipeline has the same length.
+fn clip_window(idx: &FileIndex, spec: &ClipSpec, draw: u64, uri: &str) -> Result<(f64, f64)> {
+    let v = idx
+        .video
+        .as_ref()
+        .ok_or_else(|| Error::unsupported(format!("{uri}: audio of a clip: the file has no video stream")))?;
+    let which = clip::select(v, spec, draw, uri)?;
+    let start = v.seconds(v.frames[which[0]].pts);
+    let rate = if v.fps > 0.0 {
+        v.fps
+    } else if v.frames.len() > 1 {
+        (v.frames.len() - 1) as f64
+            / (v.seconds(v.frames[v.frames.len() - 1].pts) - v.seconds(v.frames[0].pts)).max(1e-9)
+    } else {
+        return Err(Error::corrupt(format!("{uri}: the video's frame rate is unknown")));
+    };
+    let span = match spec.fps {
+        Some(f) => spec.num_frames as f64 / f,
+        None => (spec.num_frames * spec.stride) as f64 / rate,
+    };
+    Ok((start, span))
+}
+
 impl ExportOp for DecodeAudio {
     fn name(&self) -> &str {
         "decode_audio"
@@ -196,10 +251,17 @@ impl ExportOp for DecodeAudio {
         flags::RANGED_INPUT
     }
     fn run(&self, call: &Call<'_>, out: &mut Output<'_>) -> std::result::Result<(), AbiError> {
-        let spec = audio_spec(&Params::parse(call.params)?)?;
+        let p = Params::parse(call.params)?;
+        let mut spec = audio_spec(&p)?;
+        let paired = paired_clip(&p)?;
         let uri = if call.uri.is_empty() { "the input" } else { call.uri };
         with_source(call, |source| {
             let idx = index_for(call, source)?;
+            if let Some(clip) = &paired {
+                let (start, span) = clip_window(&idx, clip, clip_draw(call, &p)?, uri)?;
+                spec.offset = Offset::Absolute(start);
+                spec.duration = Some(span);
+            }
             let w = audio::decode(source, &idx, &spec, call.key.draw(0), uri)?;
             let dst = out.alloc("float32", &[w.channels as u64, w.len as u64])?;
             for (d, s) in dst.chunks_exact_mut(4).zip(&w.data) {

@@ -265,3 +265,45 @@ def test_a_plan_naming_the_op_without_the_plugin_names_the_package() -> None:
     hint = plugin_package_hint("decode_video")
     assert "dataio-video" in hint and "pip install" in hint
     assert plugin_package_hint("decode_pgm") == ""
+
+
+def test_per_record_start_from_a_field(videos: dict[str, tuple[Path, int]]) -> None:
+    path = str(videos["long_gop.mp4"][0])
+    recs = [{"key": "a", "video": path, "start": 7}, {"key": "b", "video": path, "start": 251},
+            {"key": "c", "video": path, "start": 120}]
+    pipe = dataio.pipeline(dataio.slot("video").decode_video(num_frames=3, stride=2, start_frame=dataio.col("start")),
+                           dataio.batch(3))
+    got = {k: numbers(v) for k, v in run(pipe, recs).items()}
+    assert got == {"a": [7, 9, 11], "b": [251, 253, 255], "c": [120, 122, 124]}
+    times = [{"key": "t", "video": path, "at": 2.0}]
+    pipe = dataio.pipeline(dataio.slot("video").decode_video(num_frames=2, start_time=dataio.col("at")), dataio.batch(1))
+    assert numbers(run(pipe, times)["t"]) == [50, 51]
+    with pytest.raises(RowError, match=r"no field 'start'|no field \"start\""):
+        run(dataio.pipeline(dataio.slot("video").decode_video(num_frames=2, start_frame=dataio.col("start")),
+                            dataio.batch(1)), [{"key": "x", "video": path}])
+
+
+def test_audio_true_adds_the_clips_audio(videos: dict[str, tuple[Path, int]]) -> None:
+    from media import tone
+
+    path, n = videos["with_audio.mp4"]  # 25 fps, a 48 kHz stereo tone
+    recs = [{"key": f"r{i}", "video": str(path)} for i in range(5)]
+    pipe = dataio.pipeline(
+        dataio.slot("video").decode_video(num_frames=5, stride=2, audio={"sample_rate": 16000, "mono": False}),
+        dataio.batch(5),
+    )
+    assert [s.name for s in pipe.slots] == ["video", "video_audio"]
+    with pipe.bind(recs).run("numpy", seed=2) as loader:
+        b = next(iter(loader))
+    # 10 frames at 25 fps: 0.4 s at 16 kHz, for every clip.
+    assert b["video_audio"].shape == (5, 2, 6400) and b["video_audio"].dtype == np.float32
+    starts = set()
+    for clip, sound in zip(b["video"], b["video_audio"]):
+        first = numbers(np.array(clip))[0]
+        starts.add(first)
+        t = first / 25 + np.arange(6400) / 16000
+        err = np.abs(sound[0] - tone(t, 0))
+        assert err[400:-400].mean() < 0.05, (first, err.mean())  # the window is the clip's time
+    assert len(starts) > 1, "random clips, each with its own audio"
+    with pytest.raises(dataio.errors.PlanError, match="audio= takes sample_rate, mono"):
+        dataio.pipeline(dataio.slot("video").decode_video(audio={"rate": 1}), dataio.batch(1))

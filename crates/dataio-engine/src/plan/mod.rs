@@ -490,7 +490,17 @@ fn step_fields(steps: &[Step], out: &mut BTreeSet<String>) {
                 step_fields(then, out);
                 step_fields(otherwise, out);
             }
+            Step::External { params, .. } => col_params(params, out),
             other => out.extend(other.cols().into_iter().map(|(_, f)| f.to_string())),
+        }
+    }
+}
+
+/// The fields a plugin op's `{"$col": field}` parameters read.
+fn col_params(params: &serde_json::Map<String, Json>, out: &mut BTreeSet<String>) {
+    for v in params.values() {
+        if let Some(f) = v.as_object().filter(|o| o.len() == 1).and_then(|o| o.get("$col")).and_then(Json::as_str) {
+            out.insert(f.to_string());
         }
     }
 }
@@ -522,6 +532,9 @@ fn compile_slot(sj: &SlotJson, external: &BTreeSet<String>, fields: &mut BTreeSe
     let decoder = parse_decoder(&Ctx { slot: &name, op: &first.op, index: 0 }, first, external)?;
     if let Decoder::Safetensors { tensor_key: Param::Col(c) } = &decoder {
         fields.insert(c.clone());
+    }
+    if let Decoder::External { params, .. } = &decoder {
+        col_params(params, fields);
     }
     let steps = sj
         .ops

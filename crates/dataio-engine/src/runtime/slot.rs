@@ -394,7 +394,8 @@ fn run_image(
             let staged =
                 emit(&finish, &out, resolved.geo.hflip, resolved.geo.vflip, Dest { row: None, expect_shape: None })?;
             let SlotOut::Tensor(t) = staged else { unreachable!("no row was given") };
-            let t = plugin_transform(external, &name, t, &params, key).map_err(|e| plugin_op_failed(&name, e))?;
+            let t =
+                plugin_transform(external, &name, t, &params, key, record).map_err(|e| plugin_op_failed(&name, e))?;
             finish_tensor(t, &resolved.rest, key, record, external, dest)
         }
     }
@@ -420,9 +421,10 @@ fn plugin_decode(
     data: &[u8],
     params: &Map<String, Json>,
     key: SampleKey,
+    record: &Record,
 ) -> Result<Tensor> {
     if let Some(op) = native_ops::get(name) {
-        return op.decode(data, params, native_key(key, name), "");
+        return op.decode(data, &*record_params(name, params, record)?, native_key(key, name), "");
     }
     let ext =
         external.ok_or_else(|| Error::invalid(format!("decoder {name} needs its plugin, which is not loaded here")))?;
@@ -436,13 +438,46 @@ fn plugin_transform(
     input: Tensor,
     params: &Map<String, Json>,
     key: SampleKey,
+    record: &Record,
 ) -> Result<Tensor> {
     if let Some(op) = native_ops::get(name) {
-        return op.transform(&input, params, native_key(key, name), "");
+        return op.transform(&input, &*record_params(name, params, record)?, native_key(key, name), "");
     }
     let ext =
         external.ok_or_else(|| Error::invalid(format!("op {name} needs its plugin, which is not loaded here")))?;
     ext.transform(name, input, params)
+}
+
+/// A native plugin op's parameters for one record: each `{"$col": field}`
+/// (a `dataio.col(field)` in the pipeline) becomes the record's value of
+/// that field; a missing field fails the row naming the op and parameter.
+fn record_params<'a>(name: &str, params: &'a Map<String, Json>, record: &Record) -> Result<Cow<'a, Map<String, Json>>> {
+    let col = |v: &Json| {
+        v.as_object().filter(|o| o.len() == 1).and_then(|o| o.get("$col")).and_then(Json::as_str).map(str::to_string)
+    };
+    if !params.values().any(|v| col(v).is_some()) {
+        return Ok(Cow::Borrowed(params));
+    }
+    let mut out = params.clone();
+    for (param, v) in out.iter_mut() {
+        let Some(field) = col(v) else { continue };
+        *v = match record.get(&field) {
+            Some(Value::Null) | None => {
+                return Err(Error::decode(
+                    name,
+                    format!("the record has no field {field:?} ({param}=dataio.col({field:?}))"),
+                ))
+            }
+            Some(Value::Bool(b)) => Json::Bool(*b),
+            Some(Value::Int(i)) => Json::from(*i),
+            Some(Value::Float(f)) => Json::from(*f),
+            Some(Value::Str(s)) => Json::String(s.clone()),
+            Some(Value::Bytes(_)) => {
+                return Err(Error::decode(name, format!("field {field:?} holds bytes, not a value for {param}")))
+            }
+        };
+    }
+    Ok(Cow::Owned(out))
 }
 
 /// A plugin op's failure, tagged with the op's name: the loader fills in the
@@ -528,7 +563,7 @@ fn finish_tensor(
         t = match s {
             Step::Cast { dtype } => cast(&t, *dtype),
             Step::External { name, params } => {
-                plugin_transform(external, name, t, params, key).map_err(|e| plugin_op_failed(name, e))?
+                plugin_transform(external, name, t, params, key, record).map_err(|e| plugin_op_failed(name, e))?
             }
             other => return Err(Error::invalid(format!("{} needs a uint8 HWC image input", other.name()))),
         };
@@ -645,14 +680,20 @@ fn run_slot_unguarded(
             )
         }
         (Decoder::External { name, params }, SlotInput::Data(data)) => {
-            let t = plugin_decode(external, name, &data, params, key).map_err(|e| plugin_op_failed(name, e))?;
+            let t = plugin_decode(external, name, &data, params, key, record).map_err(|e| plugin_op_failed(name, e))?;
             finish_tensor(t, &slot.steps, key, record, external, dest)
         }
         (Decoder::External { name, params }, SlotInput::Object(object)) => {
             let op = native_ops::get(name)
                 .ok_or_else(|| Error::invalid(format!("decoder {name} needs its plugin, which is not loaded here")))?;
             let t = op
-                .decode_ranged(None, &*object, params, native_key(key, name), object.uri())
+                .decode_ranged(
+                    None,
+                    &*object,
+                    &*record_params(name, params, record)?,
+                    native_key(key, name),
+                    object.uri(),
+                )
                 .map_err(|e| plugin_op_failed(name, e))?;
             finish_tensor(t, &slot.steps, key, record, external, dest)
         }

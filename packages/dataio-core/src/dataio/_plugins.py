@@ -146,6 +146,12 @@ class OpSpec:
     #: A plugin's native table (a ``dataio.op.v1`` capsule; adopted by the
     #: engine once plugins have loaded, then dropped here).
     capsule: Any = dataclasses.field(default=None, compare=False, repr=False)
+    #: ``companions(slot, params) -> (params, [(slot, op, params), ...])``:
+    #: the slots a decoder adds beside its own when a pipeline is built
+    #: (``decode_video(audio=True)`` adds ``<slot>_audio``), or None.
+    companions: Callable[[str, dict[str, Any]], tuple[dict[str, Any], list[tuple[str, str, dict[str, Any]]]]] | None = (
+        dataclasses.field(default=None, compare=False, repr=False)
+    )
 
     @property
     def native(self) -> bool:
@@ -471,6 +477,7 @@ class PluginHost:
             kind: str,
             params: Mapping[str, Any] | None = None,
             description: str = "",
+            companions: Callable[..., Any] | None = None,
         ) -> None:
             if kind not in ("decode", "transform"):
                 raise PluginError(f"plugin {plugin!r}: op {name!r} has kind {kind!r}; use 'decode' or 'transform'")
@@ -492,7 +499,9 @@ class PluginHost:
                             f"plugin {plugin!r}: op {name!r} declares parameter {key!r} as {declared!r}; "
                             f"declare a type or a tuple of types (params={{'amount': int}})"
                         )
-            spec = OpSpec(name, plugin, kind, dict(params or {}), fn, description, capsule)
+            if companions is not None and (kind != "decode" or not callable(companions)):
+                raise PluginError(f"plugin {plugin!r}: op {name!r}: companions= is a callable, for a decoder")
+            spec = OpSpec(name, plugin, kind, dict(params or {}), fn, description, capsule, companions)
             self._claim(self._ops, "op", name, spec)
             if capsule is not None and not self._collecting:
                 self._adopt_native(spec)

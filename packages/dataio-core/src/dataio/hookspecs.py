@@ -128,6 +128,8 @@ class OpRegistrar(Protocol):
         kind: Literal["decode", "transform"],
         params: Mapping[str, Any] | None = None,
         description: str = "",
+        companions: Callable[[str, dict[str, Any]], tuple[dict[str, Any], list[tuple[str, str, dict[str, Any]]]]]
+        | None = None,
     ) -> None:
         """Declare a pipeline op named ``name``.
 
@@ -137,7 +139,11 @@ class OpRegistrar(Protocol):
         The executor takes the GIL for each call, so Python ops are correct but
         slow; the core's own ops are native and pass ``fn=None``.
         ``params`` maps each parameter name to its type (or a tuple of types)
-        for plan validation.
+        for plan validation. ``companions`` (decoders only) is called when a
+        pipeline is built with the slot's name and the decoder's parameters,
+        and returns the decoder's parameters to use and the slots to add
+        beside it, as ``(name, op, params)`` reading the same field
+        (``decode_video(audio=True)`` adds ``<slot>_audio``).
         """
 
 

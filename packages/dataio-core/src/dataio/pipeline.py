@@ -430,9 +430,10 @@ class Pipeline(_Frozen):
                     raise PlanError(f"{where} (slot {stage.name!r}): slots come before the shape stage {shape!r}")
                 if not stage.ops:
                     raise PlanError(f"{where} (slot {stage.name!r}) has no decoder: add .decode_image(), .decode_bytes(), .decode_npy() or .decode_safetensors()")
-                if any(s.name == stage.name for s in slots):
-                    raise PlanError(f"{where}: two slots are named {stage.name!r}")
-                slots.append(stage)
+                for s in _with_companions(stage):
+                    if any(other.name == s.name for other in slots):
+                        raise PlanError(f"{where}: two slots are named {s.name!r}")
+                    slots.append(s)
             elif isinstance(stage, BatchStage):
                 if shape is not None:
                     raise PlanError(f"{where}: a pipeline has exactly one shape stage; {shape!r} came first, then {stage!r}")
@@ -568,6 +569,30 @@ def _op_names(slots: Iterable[Slot]) -> set[str]:
     for s in slots:
         walk(s.ops)
     return names
+
+
+def _with_companions(slot: Slot) -> list[Slot]:
+    """``slot``, and the slots its plugin decoder adds beside it (the op's
+    ``companions``: ``decode_video(audio=True)`` adds ``<slot>_audio``)."""
+    first = slot.ops[0] if slot.ops else None
+    if not isinstance(first, Op) or first.name in BUILTIN_OPS:
+        return [slot]
+    spec = host.op(first.name)
+    if spec is None or spec.companions is None:
+        return [slot]
+    try:
+        params, extra = spec.companions(slot.name, dict(first.params))
+        main = T.op(first.name, **params)
+        added = [
+            Slot(name, field=slot.field, optional=slot.optional, stack=slot.stack, active=slot.active,
+                 ops=(T.op(op, **op_params),))
+            for name, op, op_params in extra
+        ]
+    except PlanError as e:
+        raise PlanError(f"slot \"{slot.name}\", {e}") from None
+    own = Slot(slot.name, field=slot.field, optional=slot.optional, stack=slot.stack, active=slot.active,
+               ops=(main, *slot.ops[1:]))
+    return [own, *added]
 
 
 def pipeline(*stages: Any) -> Pipeline:

@@ -274,7 +274,12 @@ def check_plugin_params(spec: OpSpec, params: Mapping[str, Any]) -> dict[str, An
         if allowed is not None and key not in allowed:
             raise PlanError(f"op {name}: unknown parameter {key!r} (it takes {', '.join(sorted(allowed)) or 'none'})")
         if isinstance(value, Col):
-            raise PlanError(f"op {name}: {key} cannot be a per-record dataio.col(...); a plugin op takes fixed parameters")
+            if spec.native:  # the engine puts the record's value in, per record
+                continue
+            raise PlanError(
+                f"op {name}: {key} cannot be a per-record dataio.col(...); a Python plugin op takes fixed parameters "
+                "(a native op takes them)"
+            )
         if value is not None and key in declared:  # None reaches the op as None
             types_ = _declared_types(name, key, declared[key])
             if isinstance(value, bool) and bool not in types_ and object not in types_:

@@ -9,17 +9,46 @@ from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
 
+import dataio.errors
 from dataio.hookspecs import CapabilityRegistrar, NamespaceRegistrar, OpRegistrar, hookimpl
 
 from . import _native
 
 VIDEO_PARAMS: dict[str, Any] = {
     "num_frames": int, "stride": int, "fps": float, "clip": str, "start_frame": int, "start_time": float,
-    "pad": str, "audio": bool, "max_pixels": int, "max_frames": int,
+    "pad": str, "audio": (bool, dict), "max_pixels": int, "max_frames": int, "pair": str,
 }
 AUDIO_PARAMS: dict[str, Any] = {
     "sample_rate": int, "mono": bool, "duration": float, "offset": (float, str), "max_samples": int,
+    # The clip of a paired decode_video slot (what audio=True sets up).
+    "video_clip": dict, "clip_start_frame": int, "clip_start_time": float, "pair": str,
 }
+#: The parameters of decode_video that say which frames a clip holds.
+CLIP_PARAMS = ("num_frames", "stride", "fps", "clip", "pad")
+
+
+def video_companions(slot: str, params: dict[str, Any]) -> tuple[dict[str, Any], list[tuple[str, str, dict[str, Any]]]]:
+    """``decode_video(audio=True)`` (or ``audio={"sample_rate": 16000,
+    "mono": True}``) adds the slot ``<slot>_audio``: a ``decode_audio`` of
+    the same field over the clip's time span. Both draw the clip from the
+    same keyed stream (``pair``), so the window is the clip's, record by
+    record, on any worker and after a resume."""
+    audio = params.pop("audio", False)
+    if not audio:
+        return params, []
+    options = dict(audio) if isinstance(audio, dict) else {}
+    unknown = set(options) - {"sample_rate", "mono", "max_samples"}
+    if unknown:
+        raise dataio.errors.PlanError(
+            f"op decode_video: audio= takes sample_rate, mono and max_samples, not {', '.join(sorted(unknown))}"
+        )
+    params["pair"] = slot
+    clip = {k: params[k] for k in CLIP_PARAMS if k in params}
+    audio_params: dict[str, Any] = {**options, "video_clip": clip, "pair": slot}
+    for key in ("start_frame", "start_time"):
+        if key in params:
+            audio_params[f"clip_{key}"] = params[key]
+    return params, [(f"{slot}_audio", "decode_audio", audio_params)]
 
 
 @hookimpl
@@ -27,7 +56,8 @@ def dataio_register_ops(register: OpRegistrar) -> None:
     register("decode_video", _native.op("decode_video"), kind="decode", params=VIDEO_PARAMS,
              description="A frame-exact clip of num_frames frames (every stride-th, or resampled to fps), "
                          "uint8 [T, H, W, 3]; clip='random'|'start'|'center' or start_frame/start_time; "
-                         "read by range, decoded from the keyframe before the clip.")
+                         "read by range, decoded from the keyframe before the clip; audio=True adds <slot>_audio.",
+             companions=video_companions)
     register("decode_audio", _native.op("decode_audio"), kind="decode", params=AUDIO_PARAMS,
              description="duration seconds of the first audio stream from offset (seconds or 'random'), "
                          "float32 [C, N], resampled to sample_rate, downmixed when mono.")
