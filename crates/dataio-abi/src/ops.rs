@@ -47,6 +47,10 @@ pub mod flags {
     /// file). Bytes already in memory (inline, a tar shard member) come as
     /// `data`, with a reader over them.
     pub const RANGED_INPUT: u32 = 1;
+    /// A decoder of text values: when the slot's field is a string, the
+    /// call's `data` is the string's UTF-8 bytes, not the object a string
+    /// field otherwise names (a caption, a jsonl document's text).
+    pub const TEXT_INPUT: u32 = 2;
 }
 
 /// Ranged reads of a decoder's input (see [`flags::RANGED_INPUT`]).

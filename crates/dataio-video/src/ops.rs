@@ -265,7 +265,7 @@ impl ExportOp for DecodeAudio {
             let w = audio::decode(source, &idx, &spec, call.key.draw(0), uri)?;
             let dst = out.alloc("float32", &[w.channels as u64, w.len as u64])?;
             for (d, s) in dst.chunks_exact_mut(4).zip(&w.data) {
-                d.copy_from_slice(&s.to_le_bytes());
+                d.copy_from_slice(&s.to_ne_bytes());
             }
             Ok(())
         })

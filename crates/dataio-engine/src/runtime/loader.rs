@@ -496,6 +496,9 @@ fn classify(plan: &Plan, rec: &Record, idx: u64) -> Vec<Result<Input>> {
                     "field {:?} is None (make the slot optional=True to allow that)",
                     slot.field
                 ))),
+                Some(Value::Str(s)) if takes_text(&slot.decoder) => {
+                    Ok(Input::Ready(SlotInput::Data(bytes::Bytes::copy_from_slice(s.as_bytes()))))
+                }
                 Some(Value::Str(s)) => registry::backend_for(s).map(|(b, _)| {
                     if reads_ranges(&slot.decoder) {
                         Input::Ranged(b, s.clone())
@@ -519,6 +522,14 @@ fn classify(plan: &Plan, rec: &Record, idx: u64) -> Vec<Result<Input>> {
             })
         })
         .collect()
+}
+
+/// Whether the slot's decoder is a native plugin op of text values (a string field is its input).
+fn takes_text(decoder: &crate::plan::Decoder) -> bool {
+    match decoder {
+        crate::plan::Decoder::External { name, .. } => native_ops::get(name).is_some_and(|op| op.takes_text()),
+        _ => false,
+    }
 }
 
 /// Whether the slot's decoder is a native plugin op that reads its input by range.

@@ -214,6 +214,12 @@ impl NativeOp {
         self.kind == kind::DECODE && self.flags & flags::RANGED_INPUT != 0
     }
 
+    /// Whether this decoder takes a string field's text itself as its bytes
+    /// (`flags::TEXT_INPUT`), not the object the string names.
+    pub fn takes_text(&self) -> bool {
+        self.kind == kind::DECODE && self.flags & flags::TEXT_INPUT != 0
+    }
+
     /// Decodes `data` (read from `uri`) into a tensor.
     pub fn decode(&self, data: &[u8], params: &Map<String, Json>, key: CallKey, uri: &str) -> Result<Tensor> {
         if self.reads_ranges() {

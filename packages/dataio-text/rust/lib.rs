@@ -1,0 +1,53 @@
+//! `dataio_text._native`: the `tokenize` op of the `dataio-text` crate as
+//! an op-ABI capsule, and the reader of tokenizer files it loads them with
+//! (through `dataio.read`, so any URI dataio reads: local, s3, gs, az, hf).
+
+use dataio_abi::ops::{export_op, OP_CAPSULE_NAME};
+use dataio_text::Tokenize;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use std::sync::Arc;
+
+/// A fresh capsule holding the table of op `name`; dataio adopts it.
+#[pyfunction]
+fn op(py: Python<'_>, name: &str) -> PyResult<Py<PyAny>> {
+    let table = match name {
+        "tokenize" => export_op(Tokenize),
+        other => return Err(PyValueError::new_err(format!("dataio-text has no op {other:?}"))),
+    };
+    // SAFETY: the name is a static C string; the table's ownership passes to
+    // whoever adopts the capsule (dataio, once).
+    unsafe {
+        let cap = pyo3::ffi::PyCapsule_New(table.cast(), OP_CAPSULE_NAME.as_ptr(), None);
+        Ok(Bound::from_owned_ptr_or_err(py, cap)?.unbind())
+    }
+}
+
+/// Reads tokenizer files through `dataio.read` (taking the GIL once per file and process).
+#[pyfunction]
+fn install_reader() {
+    dataio_text::set_fetcher(Arc::new(|uri: &str| {
+        Python::attach(|py| -> PyResult<Vec<u8>> { py.import("dataio")?.call_method1("read", (uri,))?.extract() })
+            .map_err(|e| format!("{uri}: reading the tokenizer file failed: {e}"))
+    }));
+}
+
+/// Parses `data` as the tokenizer of `uri` and keeps it (a ValueError naming what is wrong).
+#[pyfunction]
+fn preload(py: Python<'_>, uri: &str, data: &[u8]) -> PyResult<()> {
+    py.detach(|| dataio_text::preload(uri, data)).map_err(PyValueError::new_err)
+}
+
+/// Forgets the loaded tokenizers.
+#[pyfunction]
+fn clear_tokenizers() {
+    dataio_text::clear()
+}
+
+#[pymodule(gil_used = false, name = "_native")]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(op, m)?)?;
+    m.add_function(wrap_pyfunction!(install_reader, m)?)?;
+    m.add_function(wrap_pyfunction!(preload, m)?)?;
+    m.add_function(wrap_pyfunction!(clear_tokenizers, m)?)
+}
