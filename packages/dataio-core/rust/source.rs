@@ -196,7 +196,7 @@ impl PySource {
             None => raw,
         };
         if self.keep_raw && self.fields.is_empty() {
-            return Ok(Record { fields: Vec::new(), context: raw_kept, origin: None });
+            return Ok(Record { fields: Vec::new(), context: raw_kept, origin: None, broken: None });
         }
         let dict = rec.cast::<PyDict>().map_err(|_| {
             let ty = rec.get_type().name().map(|n| n.to_string()).unwrap_or_default();
@@ -220,7 +220,7 @@ impl PySource {
             }
             None => raw_kept,
         };
-        Ok(Record { fields, context, origin: None })
+        Ok(Record { fields, context, origin: None, broken: None })
     }
 }
 

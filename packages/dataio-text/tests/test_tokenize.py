@@ -184,3 +184,28 @@ def test_a_file_that_loads_but_cannot_encode_is_refused_once(tmp_path: Path) -> 
     pipe = dataio.pipeline(dataio.slot("text").tokenize(tokenizer=str(broken)), dataio.batch(2))
     with pytest.raises(dataio.errors.DataioError, match="broken.json: not a tokenizer file .*panicked"):
         rows(pipe, [{"key": "a", "text": "x"}, {"key": "b", "text": "y"}])
+
+
+def test_jsonl_shards_tokenized(tmp_path: Path) -> None:
+    import gzip
+    import json
+
+    path = train("bpe", tmp_path / "tok.json")
+    ref = Tokenizer.from_file(str(path))
+    texts = corpus(120, 5)
+    for s in range(3):
+        lines = "".join(json.dumps({"text": t, "id": s * 1000 + i}) + "\n" for i, t in enumerate(texts[s::3]))
+        (tmp_path / f"docs-{s}.jsonl.gz").write_bytes(gzip.compress(lines.encode()))
+    ds = dataio.jsonl_records(str(tmp_path / "docs-{0..2}.jsonl.gz"), index_dir=tmp_path / "idx")
+    assert len(ds) == len(texts)
+    pipe = dataio.pipeline(dataio.slot("text").tokenize(tokenizer=str(path)), dataio.batch(16),
+                           dataio.batch_transforms.pad_to_longest("text"))
+    seen = 0
+    with pipe.bind(ds).run("numpy", seed=1) as loader:
+        for b in loader:
+            for k, row, n in zip(b.keys, b["text"], b["text_lengths"]):
+                line = int(k.rsplit("#L", 1)[1]) - 1
+                shard = int(k.split("docs-")[1][0])
+                assert row[:n].tolist() == ref.encode(texts[shard + 3 * line]).ids
+                seen += 1
+    assert seen == len(texts)

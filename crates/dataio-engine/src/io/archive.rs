@@ -39,6 +39,28 @@ fn gunzip_unguarded(uri: &str, data: &[u8], max_output: u64) -> Result<Bytes> {
     Ok(Bytes::from(out))
 }
 
+/// Decompresses a zstd stream (a `.zst` shard), at most `max_output`
+/// bytes; a panic in the decoder is a corrupt-data error.
+pub fn unzstd(uri: &str, data: &[u8], max_output: u64) -> Result<Bytes> {
+    crate::base::guard::catch(
+        |m| Error::corrupt(uri, "archive", format!("the reader failed on it ({m})")),
+        || {
+            let bad = |e: &dyn std::fmt::Display| Error::corrupt(uri, "zstd stream", e.to_string());
+            let decoder = ruzstd::decoding::StreamingDecoder::new(data).map_err(|e| bad(&e))?;
+            let mut out = Vec::with_capacity((data.len() * 4).min(1 << 30));
+            decoder.take(max_output.saturating_add(1)).read_to_end(&mut out).map_err(|e| bad(&e))?;
+            if out.len() as u64 > max_output {
+                return Err(Error::corrupt(
+                    uri,
+                    "zstd stream",
+                    format!("decompresses to more than {max_output} bytes"),
+                ));
+            }
+            Ok(Bytes::from(out))
+        },
+    )
+}
+
 /// One regular file inside a tar archive.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TarEntry {

@@ -484,6 +484,15 @@ fn classify(plan: &Plan, rec: &Record, idx: u64) -> Vec<Result<Input>> {
     plan.slots
         .iter()
         .map(|slot| {
+            if let Some(b) = &rec.broken {
+                return Err(Error::corrupt(&b.0, &b.1, b.2.clone()).in_row(RowContext {
+                    key: rec.key(idx),
+                    index: idx,
+                    slot: slot.name.clone(),
+                    op: "read".into(),
+                    uri: Some(b.0.clone()),
+                }));
+            }
             if let Some(pred) = &slot.active_when {
                 if !eval_field_pred(pred, rec) {
                     return Ok(Input::Missing);

@@ -82,6 +82,10 @@ pub struct Record {
     /// Where the record's bytes come from (`shard.tar#sample`), named by
     /// row errors of slots whose input was bytes rather than a URI.
     pub origin: Option<Arc<str>>,
+    /// A record its source could not make (a jsonl line that is not a JSON
+    /// object): `(uri, what, detail)` of the corrupt-data error every slot
+    /// of its row fails with, so `on_failure="skip"` skips it like any row.
+    pub broken: Option<Arc<(String, String, String)>>,
 }
 
 impl std::fmt::Debug for Record {
@@ -92,7 +96,7 @@ impl std::fmt::Debug for Record {
 
 impl Record {
     pub fn new(fields: Vec<(String, Value)>) -> Self {
-        Record { fields, context: None, origin: None }
+        Record { fields, context: None, origin: None, broken: None }
     }
 
     pub fn get(&self, name: &str) -> Option<&Value> {

@@ -15,6 +15,7 @@ from .config import configure_credentials, configure_endpoint
 from .errors import DataioError
 from .formats import (
     iter_tfrecord,
+    jsonl_records,
     open_safetensors,
     parquet_records,
     read_image,
@@ -106,6 +107,7 @@ __all__ = [
     "parquet_records",
     "iter_tfrecord",
     "tfrecord_records",
+    "jsonl_records",
     "write_tfrecord",
     "tar_records",
     "write_safetensors",

@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 pub enum Format {
     Tar,
     TfRecord,
+    Jsonl,
 }
 
 impl Format {
@@ -23,13 +24,15 @@ impl Format {
         match s {
             "tar" => Ok(Format::Tar),
             "tfrecord" => Ok(Format::TfRecord),
-            other => Err(Error::invalid(format!("unknown shard format {other:?} (tar or tfrecord)"))),
+            "jsonl" => Ok(Format::Jsonl),
+            other => Err(Error::invalid(format!("unknown shard format {other:?} (tar, tfrecord or jsonl)"))),
         }
     }
     pub fn name(self) -> &'static str {
         match self {
             Format::Tar => "tar",
             Format::TfRecord => "tfrecord",
+            Format::Jsonl => "jsonl",
         }
     }
 }
@@ -46,6 +49,8 @@ pub enum Samples {
     Tar(Vec<TarSample>),
     /// Each record's payload `(offset, len)`.
     TfRecord(Vec<(u64, u64)>),
+    /// Each non-blank line `(offset, len)`.
+    Jsonl(Vec<(u64, u64)>),
 }
 
 /// What one shard holds, and which version of it.
@@ -63,7 +68,7 @@ impl ShardIndex {
     pub fn len(&self) -> usize {
         match &self.samples {
             Samples::Tar(s) => s.len(),
-            Samples::TfRecord(s) => s.len(),
+            Samples::TfRecord(s) | Samples::Jsonl(s) => s.len(),
         }
     }
 
@@ -77,7 +82,7 @@ impl ShardIndex {
         let fits = |off: u64, len: u64| off.checked_add(len).is_some_and(|end| end <= self.payload_len);
         match &self.samples {
             Samples::Tar(s) => s.iter().all(|t| t.members.iter().all(|(_, off, len)| fits(*off, *len))),
-            Samples::TfRecord(r) => r.iter().all(|&(off, len)| fits(off, len)),
+            Samples::TfRecord(r) | Samples::Jsonl(r) => r.iter().all(|&(off, len)| fits(off, len)),
         }
     }
 
@@ -91,6 +96,7 @@ impl ShardIndex {
                     .map(|(o, n)| (o as u64, n as u64))
                     .collect(),
             ),
+            Format::Jsonl => Samples::Jsonl(crate::kernels::formats::jsonl::split_lines(uri, payload)?),
         };
         Ok(ShardIndex { format, identity, payload_len: payload.len() as u64, samples })
     }

@@ -134,6 +134,10 @@ fn in_parallel<T: Send>(n: usize, threads: usize, f: impl Fn(usize) -> Result<T>
     out.into_inner().unwrap().into_iter().map(|r| r.expect("every item visited")).collect()
 }
 
+fn zst_by_name(uri: &str) -> bool {
+    uri.split(['?', '#']).next().unwrap_or(uri).ends_with(".zst")
+}
+
 fn gz_by_name(uri: &str) -> bool {
     let path = uri.split(['?', '#']).next().unwrap_or(uri);
     path.ends_with(".gz") || path.ends_with(".tgz") || path.ends_with(".gzip")
@@ -299,6 +303,8 @@ impl ShardSet {
             }
             if shard.gz {
                 crate::io::archive::gunzip(&shard.uri, &raw, crate::io::archive::DEFAULT_MAX_GUNZIP)
+            } else if zst_by_name(&shard.uri) && self.opts.gunzip.is_none() {
+                crate::io::archive::unzstd(&shard.uri, &raw, crate::io::archive::DEFAULT_MAX_GUNZIP)
             } else {
                 Ok(raw)
             }
@@ -494,6 +500,9 @@ impl ShardSet {
             }
         };
         let record = make_record(&self.shards[s], &open, k, None)?;
+        if let Some(b) = &record.broken {
+            return Err(Error::corrupt(&b.0, &b.1, b.2.clone()));
+        }
         self.report_delivered(open.payload.len() as u64 * 1000 / self.shards[s].count.max(1));
         Ok(record)
     }
@@ -504,6 +513,7 @@ fn make_record(shard: &Shard, open: &Open, k: usize, fields: Option<&[String]>) 
     let wanted = |name: &str| fields.is_none_or(|f| f.iter().any(|x| x == name));
     let mut out: Vec<(String, Value)> = Vec::new();
     let origin;
+    let mut broken = None;
     match &open.index.samples {
         Samples::Tar(samples) => {
             let s = &samples[k];
@@ -548,8 +558,32 @@ fn make_record(shard: &Shard, open: &Open, k: usize, fields: Option<&[String]>) 
                 out.push(("__url__".into(), Value::Str(shard.uri.clone())));
             }
         }
+        Samples::Jsonl(lines) => {
+            use crate::kernels::formats::jsonl;
+            let (off, n) = lines[k];
+            let line = jsonl::line_number(&open.payload, off);
+            origin = format!("{}#L{line}", shard.uri);
+            let fields = match jsonl::parse_line(&shard.uri, line, &open.payload[off as usize..(off + n) as usize]) {
+                Ok(f) => f,
+                // The row fails, not the batch: skip skips it (see Record::broken).
+                Err(Error::Corrupt { uri, what, detail }) => {
+                    broken = Some(Arc::new((uri, what, detail)));
+                    Vec::new()
+                }
+                Err(e) => return Err(e),
+            };
+            let has_key = fields.iter().any(|(name, v)| name == "key" && matches!(v, Value::Str(_)));
+            out.extend(fields.into_iter().filter(|(name, _)| wanted(name)));
+            if !has_key && wanted("key") {
+                out.retain(|(name, _)| name != "key");
+                out.push(("key".into(), Value::Str(origin.clone())));
+            }
+            if wanted("__url__") {
+                out.push(("__url__".into(), Value::Str(shard.uri.clone())));
+            }
+        }
     }
-    Ok(Record { fields: out, context: None, origin: Some(Arc::from(origin)) })
+    Ok(Record { fields: out, context: None, origin: Some(Arc::from(origin)), broken })
 }
 
 /// Single values as they are; lists as their little-endian bytes

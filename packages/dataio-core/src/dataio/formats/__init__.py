@@ -3,6 +3,7 @@ TFRecord and tar shards. Every reader works on any URI scheme the IO layer
 serves; local files are memory-mapped where that avoids a copy."""
 
 from .image import read_image
+from .jsonl import jsonl_records
 from .numpy import read_numpy
 from .parquet import parquet_records, read_parquet, scan_parquet
 from .safetensors import (
@@ -34,6 +35,7 @@ __all__ = [
     "SAFETENSORS_DTYPES",
     "iter_tfrecord",
     "tfrecord_records",
+    "jsonl_records",
     "write_tfrecord",
     "tar_records",
 ]
