@@ -31,6 +31,21 @@ impl Value {
     }
 
     /// Equality with a JSON literal from a predicate.
+    /// A JSON value as a field: strings as text, numbers, bools and nulls
+    /// as themselves, arrays and objects as their JSON text (bytes).
+    pub fn from_json(v: Json) -> Value {
+        match v {
+            Json::Null => Value::Null,
+            Json::Bool(b) => Value::Bool(b),
+            Json::Number(n) => match n.as_i64() {
+                Some(i) => Value::Int(i),
+                None => Value::Float(n.as_f64().unwrap_or(f64::NAN)),
+            },
+            Json::String(s) => Value::Str(s),
+            other => Value::Bytes(Bytes::from(other.to_string())),
+        }
+    }
+
     pub fn eq_json(&self, j: &Json) -> bool {
         match (self, j) {
             (Value::Null, Json::Null) => true,
@@ -109,5 +124,21 @@ impl Record {
             Some(v) if !v.is_null() => v.display(),
             _ => index.to_string(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_values_become_fields_and_containers_their_text() {
+        let v = |j: Json| Value::from_json(j);
+        assert_eq!(v(serde_json::json!("hi")), Value::Str("hi".into()));
+        assert_eq!(v(serde_json::json!(3)), Value::Int(3));
+        assert_eq!(v(serde_json::json!(1.5)), Value::Float(1.5));
+        assert_eq!(v(serde_json::json!(true)), Value::Bool(true));
+        assert_eq!(v(Json::Null), Value::Null);
+        assert_eq!(v(serde_json::json!({"k": [1]})), Value::Bytes(Bytes::from_static(br#"{"k":[1]}"#)));
     }
 }

@@ -2,8 +2,6 @@
 //! line's span), and one line parsed into a record's fields.
 
 use crate::base::error::{Error, Result};
-use crate::runtime::record::Value;
-use bytes::Bytes;
 use serde_json::Value as Json;
 
 /// The most lines one shard may hold.
@@ -37,30 +35,16 @@ pub fn line_number(payload: &[u8], offset: u64) -> u64 {
     memchr::memchr_iter(b'\n', &payload[..(offset as usize).min(payload.len())]).count() as u64 + 1
 }
 
-/// The fields of one line: strings as text, numbers, bools and nulls as
-/// themselves, arrays and objects as their JSON text (bytes). `line` is
-/// the line's number, for errors.
-pub fn parse_line(uri: &str, line: u64, text: &[u8]) -> Result<Vec<(String, Value)>> {
+/// The fields of one line, in the object's order (the record layer turns
+/// them into values: see `Value::from_json`). `line` is the line's number,
+/// for errors.
+pub fn parse_line(uri: &str, line: u64, text: &[u8]) -> Result<Vec<(String, Json)>> {
     let v: Json = serde_json::from_slice(text)
         .map_err(|e| Error::corrupt(uri, "jsonl", format!("line {line}: not JSON: {e}")))?;
     let Json::Object(m) = v else {
         return Err(Error::corrupt(uri, "jsonl", format!("line {line}: a JSON {} where an object belongs", kind(&v))));
     };
-    Ok(m.into_iter()
-        .map(|(k, v)| {
-            let value = match v {
-                Json::Null => Value::Null,
-                Json::Bool(b) => Value::Bool(b),
-                Json::Number(n) => match n.as_i64() {
-                    Some(i) => Value::Int(i),
-                    None => Value::Float(n.as_f64().unwrap_or(f64::NAN)),
-                },
-                Json::String(s) => Value::Str(s),
-                other => Value::Bytes(Bytes::from(other.to_string())),
-            };
-            (k, value)
-        })
-        .collect())
+    Ok(m.into_iter().collect())
 }
 
 fn kind(v: &Json) -> &'static str {
@@ -97,8 +81,8 @@ mod tests {
         let f =
             parse_line("s.jsonl", 1, br#"{"text": "hi", "n": 3, "x": 1.5, "ok": true, "m": {"k": [1]}, "z": null}"#)
                 .unwrap();
-        assert_eq!(f[0], ("text".into(), Value::Str("hi".into())));
-        assert_eq!(f[1], ("n".into(), Value::Int(3)));
-        assert_eq!(f[4], ("m".into(), Value::Bytes(Bytes::from_static(br#"{"k":[1]}"#))));
+        let names: Vec<&str> = f.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(names, ["text", "n", "x", "ok", "m", "z"]);
+        assert_eq!(f[4].1, serde_json::json!({"k": [1]}));
     }
 }

@@ -564,7 +564,7 @@ fn make_record(shard: &Shard, open: &Open, k: usize, fields: Option<&[String]>) 
             let line = jsonl::line_number(&open.payload, off);
             origin = format!("{}#L{line}", shard.uri);
             let fields = match jsonl::parse_line(&shard.uri, line, &open.payload[off as usize..(off + n) as usize]) {
-                Ok(f) => f,
+                Ok(f) => f.into_iter().map(|(k, v)| (k, Value::from_json(v))).collect(),
                 // The row fails, not the batch: skip skips it (see Record::broken).
                 Err(Error::Corrupt { uri, what, detail }) => {
                     broken = Some(Arc::new((uri, what, detail)));
