@@ -10,6 +10,7 @@ mod errors;
 mod formats;
 mod io;
 mod loader;
+mod pack;
 mod report;
 mod rules;
 mod shards;
@@ -35,6 +36,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<loader::BatchPlanner>()?;
     m.add_class::<shards::PyShardSet>()?;
     m.add_class::<delivery::DeliveryTracker>()?;
+    m.add_class::<pack::PyPacker>()?;
     m.add_function(wrap_pyfunction!(shards::mix_plan, m)?)?;
     m.add_function(wrap_pyfunction!(loader::compile_plan, m)?)?;
     m.add_function(wrap_pyfunction!(loader::op_table, m)?)?;

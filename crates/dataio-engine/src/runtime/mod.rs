@@ -5,7 +5,8 @@
 //! runs them on the pools — fetch through [`crate::io`], per-slot programs
 //! through the [`crate::kernels`] ([`slot`]), collation ([`batch`],
 //! [`batch_ops`]) — and delivers them in order or as they finish, with the
-//! resume position kept by [`delivery`]. [`shards`] are record sources over
+//! resume position kept by [`delivery`]; [`pack`] turns token documents into
+//! packed sequences (`dataio.pack`). [`shards`] are record sources over
 //! WebDataset tar and TFRecord shards.
 //!
 //! The top layer: depends on every other.
@@ -17,6 +18,7 @@ pub mod loader;
 pub mod mix;
 pub mod native_ops;
 pub mod order;
+pub mod pack;
 pub mod planner;
 pub mod record;
 pub mod schedule;

@@ -48,7 +48,7 @@ from .io import (
 )
 from .loader import Batch, Loader, from_sampler
 from .mix import mix
-from .pipeline import Pipeline, batch, collate, group_by, map, pipeline, slot  # noqa: A004 - dataio.map is public
+from .pipeline import Pipeline, batch, collate, group_by, map, pack, pipeline, slot  # noqa: A004 - dataio.map is public
 from .transforms import col
 from .video import read_audio, read_video, video_info
 
@@ -89,6 +89,7 @@ __all__ = [
     "batch",
     "collate",
     "group_by",
+    "pack",
     "col",
     "cond",
     "transforms",

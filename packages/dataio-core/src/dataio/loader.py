@@ -30,6 +30,7 @@ from .contract import (
 )
 from .errors import CheckpointError, InvalidArgumentError, RowError
 from .executor import resolve_executor
+from .packing import PackedRun, resolve_tokens
 
 if TYPE_CHECKING:
     from .pipeline import BatchStage, BoundPipeline
@@ -161,7 +162,7 @@ def _auto_concurrency(shape: BatchStage) -> int:
     between the source, the pools and the batcher: with 8 in flight a
     3-column parquet pipeline ran at 125k rows/s, with 512 at 270k."""
     cpu, _, _ = _native.pool_info()
-    per_batch = shape.size if shape.kind == "batch" and shape.size is not None else 64
+    per_batch = shape.size if shape.kind in ("batch", "pack") and shape.size is not None else 64
     return max(8, min(1024, max(4 * cpu, per_batch)))
 
 
@@ -287,6 +288,15 @@ class Loader:
         self._global_offset = 0
         self._partition_offsets: list[int] = []  # a host-partitioned order's resume point
         self._run: EpochRun | None = None  # the running epoch
+        # pack(): the end and padding tokens, the packer of the running
+        # epoch, and what of the block at self._position was delivered.
+        self._packing = self._pipe.shape.packing
+        self._pack_skip: tuple[int, int] = (0, 0)
+        self._packed: PackedRun | None = None
+        if self._packing is not None:
+            if order != "submit":
+                raise InvalidArgumentError("pack() delivers documents in schedule order: order must be 'submit'")
+            self._pack_tokens = resolve_tokens(self._packing, self._pipe.slots[0])
         self._last_stats: dict[str, Any] = {}
         self._closed = False
         self._iterating = False
@@ -356,10 +366,14 @@ class Loader:
     def _start(self) -> None:
         self._run = self._executor.start(self._job())
         self._wait_seconds = 0.0  # time the consumer spent in next(), this epoch
+        if self._packing is not None:
+            eos, pad = self._pack_tokens
+            mixed = getattr(self._records, "sources_of", None) if hasattr(self._records, "_dataio_mix") else None
+            self._packed = PackedRun(self._packing, eos, pad, self._seed, self._epoch, self._position, self._pack_skip, mixed)
 
     def _stop(self) -> None:
         if self._run is not None:
-            self._last_stats = self._with_wait(self._run.stats())
+            self._last_stats = self._with_pack(self._with_wait(self._run.stats()))
             self._run.close()
             self._run = None
 
@@ -419,6 +433,8 @@ class Loader:
 
     def _next_batch(self) -> Batch | None:
         assert self._run is not None
+        if self._packed is not None:
+            return self._next_packed(self._packed)
         t0 = time.perf_counter()
         try:
             raw = self._run.next_batch()
@@ -435,6 +451,33 @@ class Loader:
         # earlier one, and its own end would skip that one on resume.
         self._position = self._run.position
         return self._wrap(raw)
+
+    def _next_packed(self, packed: PackedRun) -> Batch | None:
+        assert self._run is not None
+        t0 = time.perf_counter()
+        try:
+            got = packed.next(self._run)
+        except RowError as e:
+            self._report(e)
+            raise
+        finally:
+            self._wait_seconds += time.perf_counter() - t0
+        if got is None:
+            return None
+        out, errors = got
+        self._position, self._pack_skip = packed.state()
+        convert = self._convert
+        slots = {k: v if k == "max_seqlen" else convert(v) for k, v in out.items()}
+        if self._device is not None:
+            from .gds import to_device
+
+            slots = to_device(slots, self._device)
+        for err in errors:
+            self._report(err)
+        batch: Any = Batch(slots, [], [], errors)
+        for m in self._pipe.batch_maps:
+            batch = m.fn(batch)
+        return batch
 
     def _wrap(self, raw: ExecutedBatch) -> Batch:
         convert = self._convert
@@ -471,6 +514,7 @@ class Loader:
         self._stop()
         self._epoch += 1
         self._position = 0
+        self._pack_skip = (0, 0)
         self._global_offset = 0
         self._partition_offsets = []
 
@@ -485,6 +529,7 @@ class Loader:
         self._stop()
         self._epoch = epoch
         self._position = 0
+        self._pack_skip = (0, 0)
         self._global_offset = 0
         self._partition_offsets = []
 
@@ -561,6 +606,9 @@ class Loader:
             # What fixes a sharded source's order besides the seed: its
             # shuffle window and spread (per mixed source).
             **({"shard_order": o} if (o := self._shard_order()) is not None else {}),
+            # pack(): "position" is the start of the packer's block; "skip"
+            # what of it was delivered (sequences, or a document and token).
+            **({"pack": {"skip": list(self._pack_skip)}} if self._packing is not None else {}),
         }
 
     def _shard_order(self) -> list[dict[str, int] | None] | None:
@@ -623,6 +671,16 @@ class Loader:
         self._partition_offsets = []
         self._global_offset = 0
         same = all(saved.get(k, d) == self._shard.get(k, d) for k, d in (("id", 0), ("of", 1), ("hosts", 1)))
+        if self._packing is not None:
+            if not same:
+                raise CheckpointError(
+                    "a pack() loader resumes with the ranks it was saved with: its ranks were at different "
+                    "documents when they saved, so another world size cannot split the rest exactly"
+                )
+            skip = (state.get("pack") or {}).get("skip")
+            if not (isinstance(skip, list) and len(skip) == 2 and all(isinstance(x, int) and x >= 0 for x in skip)):
+                raise CheckpointError("this state has no pack() resume point (state['pack']['skip'])")
+            self._pack_skip = (skip[0], skip[1])
         if same:
             self._position = int(state["position"])
             self._global_offset = int(state.get("global_offset", 0))
@@ -656,7 +714,7 @@ class Loader:
         to the global position, and its own epoch) and ``"source_reads"``
         (per source: records read and their read seconds, this epoch).
         :meth:`report` turns snapshots into rates and a verdict."""
-        out = self._with_wait(self._run.stats()) if self._run is not None else dict(self._last_stats)
+        out = self._with_pack(self._with_wait(self._run.stats())) if self._run is not None else dict(self._last_stats)
         source_stats = getattr(self._records, "_dataio_source_stats", None)
         if callable(source_stats):
             out["source"] = self._with_host_traffic(source_stats())
@@ -677,6 +735,11 @@ class Loader:
         source["host"] = self._shard["id"] // local
         source["host_fetch_to_delivery"] = added / delivered
         return source
+
+    def _with_pack(self, stats: dict[str, Any]) -> dict[str, Any]:
+        if self._packed is not None:
+            stats["pack"] = self._packed.stats()
+        return stats
 
     def _with_wait(self, stats: dict[str, Any]) -> dict[str, Any]:
         # The native counter adds only the last poll slice of a long wait;

@@ -20,6 +20,8 @@ import math
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import numpy as np
+
 from . import _native
 from .contract import layout_of
 from .errors import InvalidArgumentError
@@ -82,6 +84,11 @@ class MixedRecords(Sequence[dict[str, Any]]):
         while self._lens[s] == 0:
             s += 1
         return s, i - self._bases[s]
+
+    def sources_of(self, indices: Sequence[int]) -> list[int]:
+        """The source of each record index (what :meth:`locate` gives, for many at once)."""
+        i = np.asarray(indices, dtype=np.int64) % self._total
+        return np.searchsorted(np.asarray(self._bases[1:], dtype=np.int64), i, side="right").tolist()  # type: ignore[no-any-return]
 
     def __getitem__(self, i: Any) -> Any:
         if isinstance(i, slice):

@@ -31,6 +31,7 @@ from .cond import Pred
 from .contract import COLLATE_KEY, EpochJob
 from .errors import PlanError
 from .loader import Loader, epoch_job
+from .packing import DEFAULT_WINDOW, PackSpec, check_slot, make_spec
 from .transforms import Op, plugin_package_hint
 
 if TYPE_CHECKING:
@@ -48,6 +49,7 @@ __all__ = [
     "batch",
     "collate",
     "group_by",
+    "pack",
     "pipeline",
 ]
 
@@ -311,13 +313,14 @@ class Map(_Frozen):
 class BatchStage(_Frozen):
     """The shape stage: how records become batches."""
 
-    __slots__ = ("kind", "size", "drop_last", "key", "prefetch", "max_open_groups")
-    kind: str  # "batch", "group_by" or "collate"
+    __slots__ = ("kind", "size", "drop_last", "key", "prefetch", "max_open_groups", "packing")
+    kind: str  # "batch", "group_by", "collate" or "pack"
     size: int | None
     drop_last: bool
     key: str | None
     prefetch: int
     max_open_groups: int | None
+    packing: PackSpec | None  # pack(): its parameters (size is its window of documents)
 
     def __init__(
         self,
@@ -328,11 +331,14 @@ class BatchStage(_Frozen):
         key: str | None = None,
         prefetch: int = 2,
         max_open_groups: int | None = None,
+        packing: PackSpec | None = None,
     ) -> None:
         if not isinstance(prefetch, int) or isinstance(prefetch, bool) or prefetch < 1:
             raise PlanError(f"{kind}(): prefetch must be a positive integer, got {prefetch!r}")
         if max_open_groups is not None and (not isinstance(max_open_groups, int) or isinstance(max_open_groups, bool) or max_open_groups < 1):
             raise PlanError(f"{kind}(): max_open_groups must be a positive integer, got {max_open_groups!r}")
+        if kind == "pack" and packing is None:
+            raise PlanError("a pack stage is made by dataio.pack()")
         if kind == "batch" and (not isinstance(size, int) or isinstance(size, bool) or size < 1):
             raise PlanError(f"batch(size): size must be a positive integer, got {size!r}")
         if kind == "group_by" and (not isinstance(key, str) or not key):
@@ -341,9 +347,13 @@ class BatchStage(_Frozen):
             # Each source item is one batch and its key never comes back:
             # a group is complete when the next item starts.
             max_open_groups = 1
-        self._set(kind=kind, size=size, drop_last=bool(drop_last), key=key, prefetch=prefetch, max_open_groups=max_open_groups)
+        self._set(kind=kind, size=size, drop_last=bool(drop_last), key=key, prefetch=prefetch, max_open_groups=max_open_groups,
+                  packing=packing)
 
     def to_json(self) -> dict[str, Any]:
+        if self.kind == "pack":
+            # The engine batches documents, a window at a time; the loader packs them.
+            return {"kind": "batch", "size": self.size, "drop_last": False, "prefetch": self.prefetch}
         if self.kind == "batch":
             return {"kind": "batch", "size": self.size, "drop_last": self.drop_last, "prefetch": self.prefetch}
         out = {"kind": "group_by", "key": self.key if self.kind == "group_by" else COLLATE_KEY, "prefetch": self.prefetch}
@@ -352,6 +362,8 @@ class BatchStage(_Frozen):
         return out
 
     def __repr__(self) -> str:
+        if self.packing is not None:
+            return repr(self.packing)
         if self.kind == "batch":
             return f"batch({self.size}, drop_last={self.drop_last}, prefetch={self.prefetch})"
         if self.kind == "group_by":
@@ -360,11 +372,12 @@ class BatchStage(_Frozen):
         return f"collate(prefetch={self.prefetch})"
 
     def __reduce__(self) -> Any:
-        return (_rebuild_stage, (self.kind, self.size, self.drop_last, self.key, self.prefetch, self.max_open_groups))
+        return (_rebuild_stage, (self.kind, self.size, self.drop_last, self.key, self.prefetch, self.max_open_groups, self.packing))
 
 
-def _rebuild_stage(kind: str, size: int | None, drop_last: bool, key: str | None, prefetch: int, max_open_groups: int | None = None) -> BatchStage:
-    return BatchStage(kind, size=size, drop_last=drop_last, key=key, prefetch=prefetch, max_open_groups=max_open_groups)
+def _rebuild_stage(kind: str, size: int | None, drop_last: bool, key: str | None, prefetch: int, max_open_groups: int | None = None,
+                   packing: PackSpec | None = None) -> BatchStage:
+    return BatchStage(kind, size=size, drop_last=drop_last, key=key, prefetch=prefetch, max_open_groups=max_open_groups, packing=packing)
 
 
 def slot(name: str, optional: bool = False, *, field: str | None = None, stack: str = "auto") -> Slot:
@@ -402,6 +415,44 @@ def group_by(key: str, prefetch: int = 2, *, max_open_groups: int | None = None)
     and this knob. Keys that arrive contiguously (``from_sampler``) can use
     ``max_open_groups=1``: each batch is emitted as soon as the next key starts."""
     return BatchStage("group_by", key=key, prefetch=prefetch, max_open_groups=max_open_groups)
+
+
+def pack(
+    slot: str,
+    seq_len: int,
+    batch_size: int,
+    strategy: str = "best_fit",
+    add_eos: bool = True,
+    eos_token: int | str | None = None,
+    prefetch: int = 2,
+    *,
+    window: int = DEFAULT_WINDOW,
+    pad_token: int | None = None,
+    drop_last: bool = False,
+) -> BatchStage:
+    """Packs the token documents of slot ``slot`` (a ``tokenize`` slot, or
+    any slot of int token ids) into ``[batch_size, seq_len]`` batches of
+    ``input_ids``, ``labels``, ``position_ids``, ``document_ids``,
+    ``cu_seqlens`` and ``max_seqlen`` (see :mod:`dataio.packing`).
+
+    * ``strategy="best_fit"`` places whole documents by best-fit decreasing
+      over a block of ``window`` documents and pads the rest of each row;
+      only documents longer than ``seq_len`` are split. ``"concat"``
+      concatenates and cuts: no padding, documents split at row edges.
+    * ``add_eos`` appends the end token to every document: ``eos_token``
+      (an id or a token string), by default the tokenizer's own
+      end-of-text token. Padding holds ``pad_token`` (default: the end
+      token, else 0); its labels are -100 and its document_ids -1.
+    * ``window``: documents per block (memory against padding: a larger
+      window packs tighter); blocks are what a resume re-reads.
+    * The last batch of an epoch is filled with empty rows unless
+      ``drop_last``.
+
+    Packing is deterministic in (seed, epoch); ``state_dict()`` holds the
+    block and what of it was delivered, so a resume continues with the next
+    row without replaying the epoch."""
+    spec = make_spec(slot, seq_len, batch_size, strategy, add_eos, eos_token, pad_token, window, drop_last)
+    return BatchStage("pack", size=spec.window, prefetch=prefetch, packing=spec)
 
 
 class Pipeline(_Frozen):
@@ -445,13 +496,15 @@ class Pipeline(_Frozen):
             elif isinstance(stage, (Op, Pred)):
                 raise PlanError(f"{where}: {stage!r} is an op; put it in a slot chain (dataio.slot(...).apply(op))")
             else:
-                raise PlanError(f"{where}: {stage!r} is not a pipeline stage (map, slot, batch/collate/group_by)")
+                raise PlanError(f"{where}: {stage!r} is not a pipeline stage (map, slot, batch/collate/group_by/pack)")
         if not slots:
             raise PlanError("a pipeline needs at least one slot")
         for s in slots:
             _check_plugin_ops(s)
         if shape is None:
-            raise PlanError("a pipeline needs exactly one shape stage: batch(), collate() or group_by()")
+            raise PlanError("a pipeline needs exactly one shape stage: batch(), collate(), group_by() or pack()")
+        if shape.packing is not None:
+            slots = check_slot(shape.packing, slots, batch_transforms)
         self._set(
             record_maps=tuple(record_maps),
             slots=tuple(slots),
@@ -501,6 +554,8 @@ class Pipeline(_Frozen):
     def signature(self) -> str:
         """Stable across processes: the native plan's hash plus the identities of the maps."""
         parts = [self.compiled().signature, *(m.identity() for m in self.record_maps), "|", *(m.identity() for m in self.batch_maps)]
+        if self.shape.packing is not None:
+            parts.append(self.shape.packing.identity())
         return hashlib.blake2b("\n".join(parts).encode(), digest_size=16).hexdigest()
 
     def describe(self) -> str:

@@ -1,0 +1,165 @@
+//! `Packer`: the engine's sequence packer ([`dataio_engine::runtime::pack`])
+//! for `dataio.pack`. The loader feeds it the token documents of each block
+//! (engine tensors or any int buffer) and takes packed batches as engine
+//! tensors, which it converts like any other slot.
+
+use crate::dlpack::PyTensor;
+use crate::errors::IntoPy;
+use dataio_engine::base::tensor::{DType, Tensor};
+use dataio_engine::runtime::pack::{Config, Packer, Strategy};
+use pyo3::buffer::PyBuffer;
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+use std::sync::Mutex;
+
+#[pyclass(module = "dataio._native", name = "Packer", frozen)]
+pub struct PyPacker {
+    inner: Mutex<Packer>,
+}
+
+impl PyPacker {
+    fn with<T>(&self, f: impl FnOnce(&mut Packer) -> T) -> T {
+        f(&mut self.inner.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+/// A document's token ids as i64: an engine tensor of any int dtype, or a
+/// buffer of int32 / int64 / uint32.
+fn tokens(item: &Bound<'_, PyAny>) -> PyResult<Option<Vec<i64>>> {
+    if item.is_none() {
+        return Ok(None);
+    }
+    if let Ok(t) = item.cast::<PyTensor>() {
+        let t = &t.get().inner;
+        let b = t.bytes();
+        let v: Vec<i64> = match t.dtype {
+            DType::I64 => b.chunks_exact(8).map(|c| i64::from_ne_bytes(c.try_into().unwrap())).collect(),
+            DType::I32 => b.chunks_exact(4).map(|c| i32::from_ne_bytes(c.try_into().unwrap()) as i64).collect(),
+            DType::U32 => b.chunks_exact(4).map(|c| u32::from_ne_bytes(c.try_into().unwrap()) as i64).collect(),
+            DType::U16 => b.chunks_exact(2).map(|c| u16::from_ne_bytes(c.try_into().unwrap()) as i64).collect(),
+            other => {
+                return Err(PyTypeError::new_err(format!("pack(): token ids must be integers, got {}", other.name())))
+            }
+        };
+        return Ok(Some(v));
+    }
+    let py = item.py();
+    if let Ok(b) = PyBuffer::<i64>::get(item) {
+        return Ok(Some(b.to_vec(py)?));
+    }
+    if let Ok(b) = PyBuffer::<i32>::get(item) {
+        return Ok(Some(b.to_vec(py)?.into_iter().map(i64::from).collect()));
+    }
+    if let Ok(b) = PyBuffer::<u32>::get(item) {
+        return Ok(Some(b.to_vec(py)?.into_iter().map(i64::from).collect()));
+    }
+    Err(PyTypeError::new_err(format!(
+        "pack(): a document must be an int32/int64 array of token ids, got {}",
+        item.get_type().name()?
+    )))
+}
+
+fn tensor_i64(py: Python<'_>, shape: Vec<usize>, v: &[i64]) -> PyResult<PyTensor> {
+    let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_ne_bytes()).collect();
+    Ok(PyTensor { inner: Tensor::from_bytes(DType::I64, shape, &bytes).map_py(py)? })
+}
+
+fn tensor_i32(py: Python<'_>, shape: Vec<usize>, v: &[i32]) -> PyResult<PyTensor> {
+    let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_ne_bytes()).collect();
+    Ok(PyTensor { inner: Tensor::from_bytes(DType::I32, shape, &bytes).map_py(py)? })
+}
+
+#[pymethods]
+impl PyPacker {
+    #[new]
+    #[pyo3(signature = (seq_len, batch_size, strategy, eos, pad, seed, epoch, keep_last, start, skip))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        seq_len: usize,
+        batch_size: usize,
+        strategy: &str,
+        eos: Option<i64>,
+        pad: i64,
+        seed: Option<u64>,
+        epoch: u64,
+        keep_last: bool,
+        start: u64,
+        skip: (u64, u64),
+    ) -> PyResult<Self> {
+        let cfg = Config {
+            seq_len,
+            batch_size,
+            strategy: Strategy::parse(strategy).map_py(py)?,
+            eos,
+            pad,
+            seed,
+            epoch,
+            keep_last,
+        };
+        Ok(PyPacker { inner: Mutex::new(Packer::new(cfg, start, skip).map_py(py)?) })
+    }
+
+    /// Feeds the documents of the block at `block` covering `positions`
+    /// schedule positions; `groups` (one per document) names a mix's
+    /// source of each, for the token shares in `stats()`.
+    #[pyo3(signature = (block, positions, docs, groups=None))]
+    fn feed(
+        &self,
+        py: Python<'_>,
+        block: u64,
+        positions: u64,
+        docs: &Bound<'_, PyList>,
+        groups: Option<Vec<u32>>,
+    ) -> PyResult<()> {
+        let owned: Vec<Option<Vec<i64>>> = docs.iter().map(|d| tokens(&d)).collect::<PyResult<_>>()?;
+        py.detach(|| {
+            let refs: Vec<Option<&[i64]>> = owned.iter().map(|d| d.as_deref()).collect();
+            self.with(|p| p.feed(block, positions, &refs, groups.as_deref()))
+        })
+        .map_py(py)
+    }
+
+    fn finish(&self) {
+        self.with(Packer::finish)
+    }
+
+    fn has_batch(&self) -> bool {
+        self.with(|p| p.has_batch())
+    }
+
+    /// `(block, a, b)`: the resume point after the batches taken so far.
+    fn state(&self) -> (u64, u64, u64) {
+        let o = self.with(|p| p.state());
+        (o.block, o.a, o.b)
+    }
+
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = self.with(|p| p.stats().clone());
+        let d = PyDict::new(py);
+        d.set_item("documents", s.documents)?;
+        d.set_item("tokens", s.tokens)?;
+        d.set_item("padding_tokens", s.padding)?;
+        d.set_item("sequences", s.sequences)?;
+        d.set_item("split_documents", s.split)?;
+        d.set_item("batches", s.batches)?;
+        d.set_item("group_tokens", s.group_tokens.into_iter().collect::<Vec<_>>())?;
+        Ok(d)
+    }
+
+    /// The next packed batch as a dict of engine tensors (and
+    /// `max_seqlen`, an int), or None.
+    fn next_batch<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let Some(b) = py.detach(|| self.with(Packer::next_batch)) else { return Ok(None) };
+        let shape = vec![b.rows, b.seq_len];
+        let d = PyDict::new(py);
+        d.set_item("input_ids", tensor_i64(py, shape.clone(), &b.input_ids)?)?;
+        d.set_item("labels", tensor_i64(py, shape.clone(), &b.labels)?)?;
+        d.set_item("position_ids", tensor_i64(py, shape.clone(), &b.position_ids)?)?;
+        d.set_item("document_ids", tensor_i32(py, shape, &b.document_ids)?)?;
+        d.set_item("cu_seqlens", tensor_i32(py, vec![b.cu_seqlens.len()], &b.cu_seqlens)?)?;
+        d.set_item("max_seqlen", b.max_seqlen)?;
+        Ok(Some(d))
+    }
+}

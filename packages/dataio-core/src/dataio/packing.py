@@ -1,0 +1,233 @@
+"""``dataio.pack``: tokenized documents into fixed-length training sequences.
+
+The shape stage of a language-model pipeline::
+
+    pipe = dataio.pipeline(
+        dataio.slot("text").tokenize(tokenizer="hf://gpt2/tokenizer.json"),
+        dataio.pack("text", seq_len=2048, batch_size=8),
+    )
+
+Each batch holds ``input_ids``, ``labels`` (next-token targets, ``-100``
+across document boundaries and on padding), ``position_ids`` (restarting at
+every document piece), ``document_ids`` (the piece's number within its row,
+``-1`` on padding), ``cu_seqlens`` (int32 offsets of every piece in the
+flattened batch, padding runs as pieces of their own, ending at
+``batch_size * seq_len``: what flash-attention's varlen kernels take) and
+``max_seqlen``. The packing runs natively (:mod:`dataio._native` ``Packer``);
+this module holds the stage's parameters, resolves the end token and drives
+the packer from the loader.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from . import _native
+from .errors import InvalidArgumentError, PlanError
+
+if TYPE_CHECKING:
+    from .contract import EpochRun
+    from .errors import RowError
+
+STRATEGIES = ("best_fit", "concat")
+# End-of-text tokens of the common tokenizer families, most specific first.
+EOS_NAMES = ("<|endoftext|>", "<|end_of_text|>", "</s>", "<eos>", "<|eos|>", "[EOS]", "<|end|>", "<|im_end|>")
+DEFAULT_WINDOW = 1024
+
+
+def _positive(name: str, v: Any, most: int | None = None) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v < 1 or (most is not None and v > most):
+        bound = f" and at most {most}" if most is not None else ""
+        raise PlanError(f"pack(): {name} must be a positive integer{bound}, got {v!r}")
+    return v
+
+
+@dataclass(frozen=True)
+class PackSpec:
+    """The parameters of a :func:`pack` stage (see there)."""
+
+    slot: str
+    seq_len: int
+    batch_size: int
+    strategy: str
+    add_eos: bool
+    eos_token: int | str | None
+    pad_token: int | None
+    window: int
+    drop_last: bool
+
+    def identity(self) -> str:
+        return json.dumps(
+            ["pack", self.slot, self.seq_len, self.batch_size, self.strategy, self.add_eos, self.eos_token,
+             self.pad_token, self.window, self.drop_last]
+        )
+
+    def __repr__(self) -> str:
+        return (f"pack({self.slot!r}, seq_len={self.seq_len}, batch_size={self.batch_size}, strategy={self.strategy!r}, "
+                f"add_eos={self.add_eos}, window={self.window})")
+
+
+def make_spec(
+    slot: str, seq_len: int, batch_size: int, strategy: str, add_eos: bool, eos_token: int | str | None,
+    pad_token: int | None, window: int, drop_last: bool,
+) -> PackSpec:
+    if not isinstance(slot, str) or not slot:
+        raise PlanError(f"pack(slot): slot must be the name of the tokenized slot, got {slot!r}")
+    _positive("seq_len", seq_len, 1 << 30)
+    _positive("batch_size", batch_size)
+    _positive("window", window, 1 << 20)
+    if strategy not in STRATEGIES:
+        raise PlanError(f"pack(): strategy must be one of {', '.join(map(repr, STRATEGIES))}, got {strategy!r}")
+    if eos_token is not None and (isinstance(eos_token, bool) or not isinstance(eos_token, (int, str))):
+        raise PlanError(f"pack(): eos_token must be a token id, a token string or None, got {eos_token!r}")
+    if pad_token is not None and (isinstance(pad_token, bool) or not isinstance(pad_token, int)):
+        raise PlanError(f"pack(): pad_token must be a token id or None, got {pad_token!r}")
+    return PackSpec(slot, seq_len, batch_size, strategy, bool(add_eos), eos_token, pad_token, window, bool(drop_last))
+
+
+def check_slot(spec: PackSpec, slots: Any, batch_transforms: Any) -> Any:
+    """The slots of a packing pipeline: the packed slot alone, as a list of
+    documents (``stack="never"``). Raises :class:`PlanError` otherwise."""
+    names = [s.name for s in slots]
+    if spec.slot not in names:
+        raise PlanError(f"pack({spec.slot!r}): the pipeline has no slot {spec.slot!r} (slots: {', '.join(names)})")
+    others = [n for n in names if n != spec.slot]
+    if others:
+        raise PlanError(f"pack({spec.slot!r}) makes its batches from slot {spec.slot!r} alone; slots {others} would be dropped")
+    if batch_transforms:
+        raise PlanError(f"pack({spec.slot!r}): batch transforms do not apply to packed batches; use a batch map (dataio.map after the shape stage)")
+    (s,) = slots
+    tok = tokenize_op(s)
+    if tok is not None and tok.params.get("padding") is not None:
+        raise PlanError(f"pack({spec.slot!r}): the documents must not be padded; drop padding= from tokenize")
+    if tok is not None and "dtype" in tok.params and tok.params["dtype"] not in ("int64", "int32", "uint32"):
+        raise PlanError(f"pack({spec.slot!r}): tokenize dtype must be int64, int32 or uint32, got {tok.params['dtype']!r}")
+    return [type(s)(s.name, field=s.field, optional=s.optional, stack="never", active=s.active, ops=s.ops)]
+
+
+def tokenize_op(slot: Any) -> Any:
+    for o in getattr(slot, "ops", ()):
+        if getattr(o, "name", None) == "tokenize":
+            return o
+    return None
+
+
+def _token_id(tok: dict[str, Any], token: str) -> int | None:
+    for t in tok.get("added_tokens") or []:
+        if t.get("content") == token:
+            return int(t["id"])
+    vocab = (tok.get("model") or {}).get("vocab")
+    if isinstance(vocab, dict) and token in vocab:
+        return int(vocab[token])
+    if isinstance(vocab, list):  # Unigram: [[piece, score], ...]
+        for i, entry in enumerate(vocab):
+            if isinstance(entry, list) and entry and entry[0] == token:
+                return i
+    return None
+
+
+def resolve_tokens(spec: PackSpec, slot: Any) -> tuple[int | None, int]:
+    """(end token id or None, padding id) of a pack stage over ``slot``.
+
+    ``eos_token=None`` takes the tokenizer's own end-of-text special token;
+    a string is looked up in the tokenizer; an int is used as it is."""
+    eos = spec.eos_token
+    tok_json: dict[str, Any] | None = None
+    op = tokenize_op(slot)
+
+    def tokenizer() -> dict[str, Any]:
+        nonlocal tok_json
+        if tok_json is None:
+            if op is None:
+                raise InvalidArgumentError(
+                    f"pack({spec.slot!r}): slot {spec.slot!r} is not tokenized here, so there is no tokenizer to take "
+                    "the end token from: pass eos_token=<id> (or add_eos=False)"
+                )
+            from .io import read
+
+            uri = str(op.params["tokenizer"])
+            try:
+                tok_json = json.loads(read(uri))
+            except ValueError as e:
+                raise InvalidArgumentError(f"pack({spec.slot!r}): the tokenizer {uri} is not JSON: {e}") from None
+        return tok_json
+
+    eos_id: int | None = None
+    if spec.add_eos:
+        if isinstance(eos, int):
+            eos_id = eos
+        elif isinstance(eos, str):
+            eos_id = _token_id(tokenizer(), eos)
+            if eos_id is None:
+                raise InvalidArgumentError(f"pack({spec.slot!r}): eos_token {eos!r} is not a token of {op.params['tokenizer']}")
+        else:
+            tok = tokenizer()
+            specials = [t.get("content") for t in tok.get("added_tokens") or [] if t.get("special")]
+            for name in EOS_NAMES:
+                if name in specials:
+                    eos_id = _token_id(tok, name)
+                    break
+            if eos_id is None:
+                raise InvalidArgumentError(
+                    f"pack({spec.slot!r}): the tokenizer {op.params['tokenizer']} has no end-of-text token "
+                    f"(its special tokens: {specials or 'none'}); pass eos_token= (an id or one of them) or add_eos=False"
+                )
+    pad = spec.pad_token if spec.pad_token is not None else (eos_id if eos_id is not None else 0)
+    return eos_id, pad
+
+
+class PackedRun:
+    """Drives a :class:`_native.Packer` from an epoch's runs of document
+    blocks (one block per internal batch of ``window`` records)."""
+
+    def __init__(self, spec: PackSpec, eos: int | None, pad: int, seed: int | None, epoch: int, start: int,
+                 skip: tuple[int, int], sources_of: Any = None) -> None:
+        self.spec = spec
+        self.packer = _native.Packer(spec.seq_len, spec.batch_size, spec.strategy, eos, pad, seed, epoch,
+                                     not spec.drop_last, start, skip)
+        self.fed = start
+        self.done = False
+        self.errors: list[RowError] = []
+        self.sources_of = sources_of
+
+    def next(self, run: EpochRun) -> tuple[dict[str, Any], list[RowError]] | None:
+        """The next packed batch (native tensors, ``max_seqlen`` an int) and
+        the row errors of the documents skipped since the last one."""
+        packer = self.packer
+        while not packer.has_batch():
+            if self.done:
+                return None
+            raw = run.next_batch()
+            if raw is None:
+                packer.finish()
+                self.done = True
+                continue
+            position = run.position
+            docs = raw.take_slots().get(self.spec.slot, [])
+            if not isinstance(docs, list):  # one document per row, stacked: rows of equal length
+                docs = list(docs)
+            self.errors.extend(raw.errors())
+            groups = [int(g) for g in self.sources_of(raw.indices)] if self.sources_of is not None else None
+            packer.feed(self.fed, position - self.fed, docs, groups)
+            self.fed = position
+        out = packer.next_batch()
+        assert out is not None, "has_batch() said there is one"
+        errors, self.errors = self.errors, []
+        return out, errors
+
+    def state(self) -> tuple[int, tuple[int, int]]:
+        block, a, b = self.packer.state()
+        return int(block), (int(a), int(b))
+
+    def stats(self) -> dict[str, Any]:
+        st = dict(self.packer.stats())
+        delivered = st["sequences"] * self.spec.seq_len
+        st["padding_fraction"] = st["padding_tokens"] / delivered if delivered else 0.0
+        groups = st.pop("group_tokens")
+        if self.sources_of is not None:
+            total = sum(n for _, n in groups)
+            st["source_tokens"] = {int(s): int(n) for s, n in groups}
+            st["source_token_shares"] = {int(s): n / total for s, n in groups} if total else {}
+        return st
