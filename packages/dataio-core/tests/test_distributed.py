@@ -81,3 +81,17 @@ def _need_gloo() -> None:
     import torch.distributed as dist
 
     assert dist.is_available() and dist.is_gloo_available(), "torch was built without gloo"
+
+
+def test_packed_ranks_end_each_epoch_at_the_same_batch(tmp_path: Path) -> None:
+    # Rank 0's documents are ten times longer than rank 1's: alone it would
+    # pack several times more batches, and the per-step collective would hang.
+    torchrun(2, tmp_path, "--records", "40", "--pack")
+    ranks = load(tmp_path, "pack", 2)
+    assert ranks[0]["batches"] == ranks[1]["batches"] > 0
+    assert ranks[0]["ended_early"] and not ranks[1]["ended_early"]
+    # What was delivered is each rank's own documents, none twice within an epoch.
+    for r, got in enumerate(ranks):
+        assert all((t // 1000 - 1) % 2 == r for t in got["tokens"])
+        per_epoch = len(got["tokens"]) // 2
+        assert len(set(got["tokens"][:per_epoch])) == per_epoch

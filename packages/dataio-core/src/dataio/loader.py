@@ -30,7 +30,7 @@ from .contract import (
 )
 from .errors import CheckpointError, InvalidArgumentError, RowError
 from .executor import resolve_executor
-from .packing import PackedRun, resolve_tokens
+from .packing import Balancer, PackedRun, resolve_tokens
 
 if TYPE_CHECKING:
     from .pipeline import BatchStage, BoundPipeline
@@ -297,6 +297,8 @@ class Loader:
             if order != "submit":
                 raise InvalidArgumentError("pack() delivers documents in schedule order: order must be 'submit'")
             self._pack_tokens = resolve_tokens(self._packing, self._pipe.slots[0])
+            # A collective group, made now, when every rank makes its loader.
+            self._balancer = Balancer() if Balancer.wanted(self._packing, self._shard) else None
         self._last_stats: dict[str, Any] = {}
         self._closed = False
         self._iterating = False
@@ -370,6 +372,7 @@ class Loader:
             eos, pad = self._pack_tokens
             mixed = getattr(self._records, "sources_of", None) if hasattr(self._records, "_dataio_mix") else None
             self._packed = PackedRun(self._packing, eos, pad, self._seed, self._epoch, self._position, self._pack_skip, mixed)
+            self._packed.balancer = self._balancer
 
     def _stop(self) -> None:
         if self._run is not None:

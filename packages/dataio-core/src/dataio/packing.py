@@ -21,6 +21,8 @@ the packer from the loader.
 from __future__ import annotations
 
 import json
+import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -57,6 +59,7 @@ class PackSpec:
     pad_token: int | None
     window: int
     drop_last: bool
+    balance: bool = True
 
     def identity(self) -> str:
         return json.dumps(
@@ -71,7 +74,7 @@ class PackSpec:
 
 def make_spec(
     slot: str, seq_len: int, batch_size: int, strategy: str, add_eos: bool, eos_token: int | str | None,
-    pad_token: int | None, window: int, drop_last: bool,
+    pad_token: int | None, window: int, drop_last: bool, balance: bool = True,
 ) -> PackSpec:
     if not isinstance(slot, str) or not slot:
         raise PlanError(f"pack(slot): slot must be the name of the tokenized slot, got {slot!r}")
@@ -84,7 +87,7 @@ def make_spec(
         raise PlanError(f"pack(): eos_token must be a token id, a token string or None, got {eos_token!r}")
     if pad_token is not None and (isinstance(pad_token, bool) or not isinstance(pad_token, int)):
         raise PlanError(f"pack(): pad_token must be a token id or None, got {pad_token!r}")
-    return PackSpec(slot, seq_len, batch_size, strategy, bool(add_eos), eos_token, pad_token, window, bool(drop_last))
+    return PackSpec(slot, seq_len, batch_size, strategy, bool(add_eos), eos_token, pad_token, window, bool(drop_last), bool(balance))
 
 
 def check_slot(spec: PackSpec, slots: Any, batch_transforms: Any) -> Any:
@@ -178,6 +181,37 @@ def resolve_tokens(spec: PackSpec, slot: Any) -> tuple[int | None, int]:
     return eos_id, pad
 
 
+class Balancer:
+    """Equal batch counts across the ranks of a ``torch.distributed`` job:
+    before each packed batch the ranks agree (one int, ``MIN``, on a gloo
+    group of their own) whether every one of them has a batch; at the first
+    "no" every rank ends its epoch. Ranks pack their own documents, so
+    their batch counts differ; this ends each epoch at the shortest rank's,
+    as ``drop_last`` would; a rank that had more says so in
+    ``stats()["pack"]["balance_ended_early"]``."""
+
+    def __init__(self) -> None:
+        import torch
+        import torch.distributed as dist
+
+        self._torch = torch
+        self._dist = dist
+        self._group = dist.new_group(backend="gloo")
+
+    @staticmethod
+    def wanted(spec: PackSpec, shard: Mapping[str, Any]) -> bool:
+        """Under an initialized ``torch.distributed`` whose world is the shard's."""
+        if not spec.balance or shard.get("of", 1) <= 1 or "torch.distributed" not in sys.modules:
+            return False
+        dist = sys.modules["torch.distributed"]
+        return bool(dist.is_available() and dist.is_initialized() and dist.get_world_size() == shard["of"])
+
+    def all_have(self, mine: bool) -> bool:
+        t = self._torch.tensor([int(mine)], dtype=self._torch.int32)
+        self._dist.all_reduce(t, op=self._dist.ReduceOp.MIN, group=self._group)
+        return bool(t.item())
+
+
 class PackedRun:
     """Drives a :class:`_native.Packer` from an epoch's runs of document
     blocks (one block per internal batch of ``window`` records)."""
@@ -191,10 +225,26 @@ class PackedRun:
         self.done = False
         self.errors: list[RowError] = []
         self.sources_of = sources_of
+        self.balancer: Balancer | None = None
+        self.balanced_end = False
+        self.balance_ended_early = False
 
     def next(self, run: EpochRun) -> tuple[dict[str, Any], list[RowError]] | None:
         """The next packed batch (native tensors, ``max_seqlen`` an int) and
-        the row errors of the documents skipped since the last one."""
+        the row errors of the documents skipped since the last one; with a
+        balancer, None once any rank has none."""
+        if self.balanced_end:
+            return None
+        got = self._next(run)
+        if self.balancer is not None and not self.balancer.all_have(got is not None):
+            self.balanced_end = True
+            # What this rank had left is not packed to be counted: it
+            # reports that it ended early (its documents come next epoch).
+            self.balance_ended_early = got is not None
+            return None
+        return got
+
+    def _next(self, run: EpochRun) -> tuple[dict[str, Any], list[RowError]] | None:
         packer = self.packer
         while not packer.has_batch():
             if self.done:
@@ -225,6 +275,8 @@ class PackedRun:
         st = dict(self.packer.stats())
         delivered = st["sequences"] * self.spec.seq_len
         st["padding_fraction"] = st["padding_tokens"] / delivered if delivered else 0.0
+        if self.balancer is not None:
+            st["balance_ended_early"] = self.balance_ended_early
         groups = st.pop("group_tokens")
         if self.sources_of is not None:
             total = sum(n for _, n in groups)

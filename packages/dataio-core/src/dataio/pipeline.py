@@ -429,6 +429,7 @@ def pack(
     window: int = DEFAULT_WINDOW,
     pad_token: int | None = None,
     drop_last: bool = False,
+    balance: bool = True,
 ) -> BatchStage:
     """Packs the token documents of slot ``slot`` (a ``tokenize`` slot, or
     any slot of int token ids) into ``[batch_size, seq_len]`` batches of
@@ -447,11 +448,15 @@ def pack(
       window packs tighter); blocks are what a resume re-reads.
     * The last batch of an epoch is filled with empty rows unless
       ``drop_last``.
+    * ``balance``: under ``torch.distributed`` with one loader per rank,
+      every rank ends the epoch at the same batch count (a one-int gloo
+      collective per batch, so ranks iterate together, as training does;
+      see :class:`dataio.packing.Balancer`).
 
     Packing is deterministic in (seed, epoch); ``state_dict()`` holds the
     block and what of it was delivered, so a resume continues with the next
     row without replaying the epoch."""
-    spec = make_spec(slot, seq_len, batch_size, strategy, add_eos, eos_token, pad_token, window, drop_last)
+    spec = make_spec(slot, seq_len, batch_size, strategy, add_eos, eos_token, pad_token, window, drop_last, balance)
     return BatchStage("pack", size=spec.window, prefetch=prefetch, packing=spec)
 
 

@@ -26,10 +26,14 @@ def main() -> None:
     ap.add_argument("--pad", action="store_true")
     ap.add_argument("--stop-after", type=int, default=None, help="checkpoint after N batches and exit hard")
     ap.add_argument("--resume", action="store_true")
+    ap.add_argument("--pack", action="store_true", help="pack documents whose lengths differ by rank")
     args = ap.parse_args()
 
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
+    if args.pack:
+        pack(args, rank, world)
+        return
     records = [{"key": f"r{i}", "x": np.full(3, i, dtype=np.int64).tobytes()} for i in range(args.records)]
     pipe = dataio.pipeline(dataio.slot("x").decode_bytes(), dataio.batch(args.batch, prefetch=2))
     loader = pipe.bind(records).run("torch", shard={"id": rank, "of": world, "pad": args.pad}, seed=42)
@@ -55,6 +59,34 @@ def main() -> None:
     tag = "resumed" if args.resume else "seen"
     with open(os.path.join(args.out, f"{tag}-{rank}.json"), "w") as f:
         json.dump({"keys": seen, "batches": batches, "len": len(loader)}, f)
+    dist.destroy_process_group()
+
+
+def pack(args: argparse.Namespace, rank: int, world: int) -> None:
+    """Rank r gets records r, r + world, ...: even records are long
+    documents, so rank 0 has many more tokens than rank 1."""
+    def npy(a: np.ndarray) -> bytes:
+        import io
+
+        buf = io.BytesIO()
+        np.save(buf, a)
+        return buf.getvalue()
+
+    records = [{"key": f"d{i}", "ids": npy(1000 * (i + 1) + np.arange(1, (60 if i % 2 == 0 else 6) + 1))}
+               for i in range(args.records)]
+    pipe = dataio.pipeline(dataio.slot("ids").decode_npy(),
+                           dataio.pack("ids", seq_len=32, batch_size=2, strategy="concat", eos_token=0, window=8))
+    batches, tokens = 0, []
+    with pipe.bind(records).run("torch", shard={"id": rank, "of": world}) as loader:
+        for _epoch in range(2):
+            for b in loader:
+                batches += 1
+                ids = b["input_ids"][b["document_ids"] >= 0]
+                tokens.extend(int(t) for t in ids if t != 0)
+                dist.all_reduce(torch.ones(1))  # a training step's collective: counts must agree
+        stats = loader.stats()["pack"]
+    with open(os.path.join(args.out, f"pack-{rank}.json"), "w") as f:
+        json.dump({"batches": batches, "tokens": tokens, "ended_early": stats["balance_ended_early"]}, f)
     dist.destroy_process_group()
 
 
