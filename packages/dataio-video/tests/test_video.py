@@ -165,6 +165,16 @@ def test_clip_transforms_draw_once_per_clip(videos: dict[str, tuple[Path, int]])
     with chain.bind(recs).run("numpy", seed=1) as loader:
         batch = next(iter(loader))
     assert batch["video"].shape == (3, 4, 3, 32, 32) and batch["video"].dtype == np.float32
+    # layout="CTHW": the same numbers, channels first across the clip.
+    cthw = dataio.pipeline(
+        dataio.slot("video").decode_video(num_frames=4, stride=2).random_resized_crop(32, 32)
+        .normalize("imagenet", layout="CTHW"),
+        dataio.batch(3),
+    )
+    with cthw.bind(recs).run("numpy", seed=1) as loader:
+        channels_first = next(iter(loader))
+    assert channels_first["video"].shape == (3, 3, 4, 32, 32)
+    assert np.array_equal(channels_first["video"], batch["video"].transpose(0, 2, 1, 3, 4))
 
 
 def test_resume_mid_epoch_equals_an_uninterrupted_run(videos: dict[str, tuple[Path, int]]) -> None:

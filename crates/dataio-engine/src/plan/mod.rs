@@ -67,6 +67,8 @@ pub enum Decoder {
 pub enum Layout {
     Chw,
     Hwc,
+    /// Channels first across a clip: `[C, T, H, W]` (an image: CHW).
+    Cthw,
 }
 
 /// One transform of a slot chain. Geometry ops keep their typed parameter
@@ -450,7 +452,7 @@ fn infer(steps: &[Step], mut st: Infer, slot: &str) -> Result<Infer> {
                 }
                 st.normalized = true;
                 st.dtype = DType::F32;
-                st.chw = *layout == Layout::Chw;
+                st.chw = *layout != Layout::Hwc;
             }
             Step::ToChw => st.chw = true,
             Step::Cast { dtype } => st.dtype = *dtype,

@@ -184,6 +184,9 @@ pub enum LayoutName {
     CHW,
     #[serde(alias = "hwc")]
     HWC,
+    // A clip's [C, T, H, W] (video models' layout); an image's is CHW.
+    #[serde(alias = "cthw")]
+    CTHW,
 }
 
 /// Named normalizations: (mean, std) per RGB channel.
@@ -665,6 +668,7 @@ pub fn step(name: &str, p: &Map<String, Json>) -> Option<std::result::Result<Ste
             let layout = match n.layout {
                 LayoutName::CHW => Layout::Chw,
                 LayoutName::HWC => Layout::Hwc,
+                LayoutName::CTHW => Layout::Cthw,
             };
             Step::Normalize { mean, std, layout }
         }),

@@ -521,7 +521,8 @@ fn finish_tensor(
     }
     // A clip, uint8 [T, H, W, C] (a video decoder's): the image chain runs
     // on every frame with one set of draws for the whole clip (the same
-    // crop and flip on each frame), giving [T, ...the frame's shape].
+    // crop and flip on each frame), giving [T, ...the frame's shape], or
+    // with normalize(layout="CTHW") [C, T, H, W].
     if t.dtype == DType::U8
         && t.shape.len() == 4
         && (1..=4).contains(&t.shape[3])
@@ -536,6 +537,7 @@ fn finish_tensor(
         let src = t.bytes();
         let frame_bytes = h * w * c;
         let mut out: Option<(Vec<usize>, usize, AlignedBuf)> = None;
+        let mut chw_frame = Vec::new();
         for i in 0..frames {
             let px = Pixels {
                 width: w as u32,
@@ -546,12 +548,24 @@ fn finish_tensor(
             let frame = render(&r.geo, &px, (0.0, 0.0), (1.0, 1.0))?;
             let (_, n, buf) = out.get_or_insert_with(|| {
                 let n = finish.nbytes(frame.width, frame.height, frame.channels);
-                let mut shape = vec![frames];
-                shape.extend(finish.shape(frame.width, frame.height, frame.channels));
+                let mut shape = finish.shape(frame.width, frame.height, frame.channels);
+                shape.insert(usize::from(finish.cthw), frames);
                 (shape, n, AlignedBuf::new(n * frames, false))
             });
-            // SAFETY: a fresh buffer owned here; frame i writes its own n bytes.
-            finish.write(&frame, r.geo.hflip, r.geo.vflip, unsafe { buf.slice_mut(i * *n, *n) })?;
+            if finish.cthw {
+                // Frame i's channel plane ch goes to [ch, i]: planes of n / C bytes.
+                chw_frame.resize(*n, 0);
+                finish.write(&frame, r.geo.hflip, r.geo.vflip, &mut chw_frame)?;
+                let planes = frame.channels as usize;
+                let plane = *n / planes;
+                for (ch, src) in chw_frame.chunks_exact(plane).enumerate() {
+                    // SAFETY: a fresh buffer owned here; each (ch, i) plane is written once.
+                    unsafe { buf.slice_mut((ch * frames + i) * plane, plane) }.copy_from_slice(src);
+                }
+            } else {
+                // SAFETY: a fresh buffer owned here; frame i writes its own n bytes.
+                finish.write(&frame, r.geo.hflip, r.geo.vflip, unsafe { buf.slice_mut(i * *n, *n) })?;
+            }
         }
         let Some((shape, _, buf)) = out else {
             return Err(Error::invalid("an empty clip (0 frames) meets image ops"));

@@ -304,7 +304,10 @@ def check_plugin_params(spec: OpSpec, params: Mapping[str, Any]) -> dict[str, An
 
 
 def normalize(mean_std: str | tuple[Any, Any] = "imagenet", *, layout: str = "CHW") -> Op:
-    """``(x / 255 - mean) / std`` to float32; ``"imagenet"``, ``"clip"``, ``"symmetric"``, ``"unit"`` or ``(mean, std)``."""
+    """``(x / 255 - mean) / std`` to float32; ``"imagenet"``, ``"clip"``, ``"symmetric"``, ``"unit"`` or ``(mean, std)``.
+
+    ``layout``: ``"CHW"`` (default), ``"HWC"``, or ``"CTHW"``, which gives a
+    video clip as ``[C, T, H, W]`` (an image as CHW)."""
     if isinstance(mean_std, tuple):
         mean_std = [list(m) if isinstance(m, (list, tuple)) else m for m in mean_std]  # type: ignore[assignment]
     return op("normalize", mean_std=mean_std, layout=layout)

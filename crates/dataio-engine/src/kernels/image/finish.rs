@@ -12,18 +12,22 @@ use crate::plan::{Layout, Step};
 pub struct Finish {
     pub mean_std: Option<(Vec<f32>, Vec<f32>)>,
     pub chw: bool,
+    /// A clip's frames go channels first across time, `[C, T, H, W]`
+    /// (each frame is written CHW; the clip path interleaves the planes).
+    pub cthw: bool,
     pub dtype: DType,
 }
 
 impl Finish {
     /// Collects the non-geometry tail of a chain.
     pub fn from_steps<'a>(steps: impl IntoIterator<Item = &'a Step>) -> Result<Self> {
-        let mut f = Finish { mean_std: None, chw: false, dtype: DType::U8 };
+        let mut f = Finish { mean_std: None, chw: false, cthw: false, dtype: DType::U8 };
         for s in steps {
             match s {
                 Step::Normalize { mean, std, layout } => {
                     f.mean_std = Some((mean.clone(), std.clone()));
-                    f.chw = *layout == Layout::Chw;
+                    f.chw = *layout != Layout::Hwc;
+                    f.cthw = *layout == Layout::Cthw;
                     f.dtype = DType::F32;
                 }
                 Step::ToChw => f.chw = true,
@@ -365,7 +369,7 @@ mod tests {
     #[test]
     fn normalize_to_chw_with_flip() {
         let px = Pixels { width: 2, height: 1, channels: 3, data: vec![0, 128, 255, 255, 0, 0] };
-        let f = Finish { mean_std: Some((vec![0.5; 3], vec![0.5; 3])), chw: true, dtype: DType::F32 };
+        let f = Finish { mean_std: Some((vec![0.5; 3], vec![0.5; 3])), chw: true, cthw: false, dtype: DType::F32 };
         let mut dst = vec![0f32; 6];
         // SAFETY: viewing an f32 vec as bytes for the test.
         let bytes = unsafe { std::slice::from_raw_parts_mut(dst.as_mut_ptr() as *mut u8, 24) };
@@ -382,6 +386,7 @@ mod tests {
         let f = Finish {
             mean_std: Some((vec![0.485, 0.456, 0.406], vec![0.229, 0.224, 0.225])),
             chw: true,
+            cthw: false,
             dtype: DType::F32,
         };
         let lut = f.lut(3);
@@ -415,6 +420,7 @@ mod tests {
         let f = Finish {
             mean_std: Some((vec![0.485, 0.456, 0.406], vec![0.229, 0.224, 0.225])),
             chw: true,
+            cthw: false,
             dtype: DType::F32,
         };
         for (w, h) in [(1u32, 1u32), (9, 3), (17, 2), (224, 4)] {
@@ -439,7 +445,7 @@ mod tests {
     #[test]
     fn cast_and_layout_without_normalize() {
         let px = Pixels { width: 1, height: 2, channels: 1, data: vec![3, 200] };
-        let f = Finish { mean_std: None, chw: true, dtype: DType::I16 };
+        let f = Finish { mean_std: None, chw: true, cthw: false, dtype: DType::I16 };
         let mut dst = vec![0u8; 4];
         f.write(&px, false, true, &mut dst).unwrap();
         assert_eq!(i16::from_ne_bytes([dst[0], dst[1]]), 200);
