@@ -35,6 +35,9 @@ impl Source for InMemory<'_> {
 /// bytes fetched for a clip are its span rounded out to blocks.
 pub const BLOCK: u64 = 128 << 10;
 
+/// The most one [`Media::prefetch`] fetches (and holds) at once.
+pub const MAX_PREFETCH: u64 = 32 << 20;
+
 /// Blocks kept from the opening of a file (its header: an mp4's `moov`, an
 /// mkv's segment info and cues), shared by later opens of the same file so
 /// that they fetch nothing to parse it again.
@@ -55,6 +58,8 @@ struct Io<'s> {
     pos: u64,
     /// The last blocks read (index, bytes), most recent last.
     recent: Vec<(u64, Arc<[u8]>)>,
+    /// Blocks fetched ahead in one request ([`Media::prefetch`]).
+    ahead: HashMap<u64, Arc<[u8]>>,
     header: Arc<HeaderBlocks>,
     /// Record the blocks read into `header` (while opening).
     record: bool,
@@ -72,6 +77,9 @@ impl Io<'_> {
             return Ok(b.clone());
         }
         if let Some(b) = self.header.blocks.lock().unwrap().get(&index) {
+            return Ok(b.clone());
+        }
+        if let Some(b) = self.ahead.get(&index) {
             return Ok(b.clone());
         }
         let start = index * BLOCK;
@@ -230,6 +238,7 @@ impl<'s> Media<'s> {
             size,
             pos: 0,
             recent: Vec::new(),
+            ahead: HashMap::new(),
             header,
             record: true,
             phantom: false,
@@ -325,6 +334,43 @@ impl<'s> Media<'s> {
 
     pub fn set_phantom(&mut self, on: bool) {
         self.io.phantom = on;
+    }
+
+    /// Fetches the blocks over bytes `[lo, hi)` that are not at hand in
+    /// one read (at most [`MAX_PREFETCH`] bytes of them), for the reads
+    /// that follow: a clip's span from its keyframe, known from the index,
+    /// as one ranged request instead of one per block.
+    pub fn prefetch(&mut self, lo: u64, hi: u64) -> Result<()> {
+        let io = &mut *self.io;
+        let hi = hi.min(io.size);
+        if lo >= hi {
+            return Ok(());
+        }
+        let have = |io: &Io<'_>, i: u64| {
+            io.ahead.contains_key(&i)
+                || io.recent.iter().any(|(j, _)| *j == i)
+                || io.header.blocks.lock().unwrap().contains_key(&i)
+        };
+        let (mut first, mut last) = (lo / BLOCK, (hi - 1) / BLOCK);
+        while first <= last && have(io, first) {
+            first += 1;
+        }
+        while last > first && have(io, last) {
+            last -= 1;
+        }
+        if first > last {
+            return Ok(());
+        }
+        last = last.min(first + MAX_PREFETCH / BLOCK - 1);
+        let start = first * BLOCK;
+        let end = ((last + 1) * BLOCK).min(io.size);
+        let mut buf = vec![0u8; (end - start) as usize];
+        io.source.read_at(start, &mut buf)?;
+        io.fetched += buf.len() as u64;
+        for (k, chunk) in buf.chunks(BLOCK as usize).enumerate() {
+            io.ahead.insert(first + k as u64, chunk.into());
+        }
+        Ok(())
     }
 
     /// Bytes fetched from the source so far.
