@@ -163,20 +163,7 @@ pub fn decode(
     // block as the demuxer asks.
     let from = start.map_or(0, |k| k.decode);
     let last_decode = which.iter().map(|&i| v.frames[i].decode).max().unwrap();
-    let mut pos_by_decode = vec![-1i64; v.frames.len()];
-    for f in &v.frames {
-        if let Some(p) = pos_by_decode.get_mut(f.decode as usize) {
-            *p = f.pos;
-        }
-    }
-    let span = &pos_by_decode[from as usize..=(last_decode as usize + 1).min(pos_by_decode.len() - 1)];
-    if !span.is_empty() && span.iter().all(|&p| p >= 0) {
-        let lo = *span.iter().min().unwrap() as u64;
-        let hi = if last_decode as usize + 1 < pos_by_decode.len() {
-            *span.iter().max().unwrap() as u64 + 1
-        } else {
-            index.size
-        };
+    if let Some((lo, hi)) = v.byte_span(from, last_decode, index.size) {
         media.prefetch(lo, hi)?;
     }
     let frame_bytes = size.0 as usize * size.1 as usize * 3;

@@ -1,7 +1,9 @@
 //! The per-file index: every video frame's presentation timestamp, in
 //! presentation order, with the keyframes it can be decoded from; built once
 //! per file (URI + size + version) and kept in a process-wide cache together
-//! with the header blocks, so a later clip of the file fetches only its GOPs.
+//! with the header blocks, so a later clip of the file fetches only its GOPs;
+//! kept on disk as well ([`crate::store`]), so a new process does not read
+//! the file again to index it.
 //!
 //! mp4/mov: the demuxer's timestamps come from the `moov` alone, so the
 //! index scan reads no sample bytes (the reads past the header are served
@@ -52,6 +54,9 @@ pub struct VideoStream {
     pub fps: f64,
     /// Frames in presentation order.
     pub frames: Vec<FrameEntry>,
+    /// (decode position, byte offset) of every frame, in decoding order
+    /// (derived from `frames` by [`VideoStream::set_frames`]).
+    pub by_decode: Vec<(u32, i64)>,
 }
 
 /// What one file holds.
@@ -69,6 +74,35 @@ pub struct FileIndex {
 }
 
 impl VideoStream {
+    /// Sets the frames (presentation order) and what is derived from them.
+    pub fn set_frames(&mut self, frames: Vec<FrameEntry>) {
+        let mut by_decode: Vec<(u32, i64)> = frames.iter().map(|f| (f.decode, f.pos)).collect();
+        by_decode.sort_unstable();
+        self.frames = frames;
+        self.by_decode = by_decode;
+    }
+
+    /// Bytes `[lo, hi)` holding the packets of decode positions `from..=to`:
+    /// from the lowest offset among them to the offset of the packet after
+    /// them (the file's end after the last), or None when an offset is
+    /// unknown.
+    pub fn byte_span(&self, from: u32, to: u32, file_size: u64) -> Option<(u64, u64)> {
+        let a = self.by_decode.partition_point(|&(d, _)| d < from);
+        let b = self.by_decode.partition_point(|&(d, _)| d <= to);
+        let span = &self.by_decode[a..b];
+        if span.is_empty() || span.iter().any(|&(_, p)| p < 0) {
+            return None;
+        }
+        let lo = span.iter().map(|&(_, p)| p).min()? as u64;
+        let top = span.iter().map(|&(_, p)| p).max()? as u64 + 1;
+        let hi = match self.by_decode.get(b) {
+            Some(&(_, p)) if p >= 0 => top.max(p as u64),
+            Some(_) => return None,
+            None => file_size,
+        };
+        Some((lo, hi.min(file_size)))
+    }
+
     pub fn seconds(&self, ts: i64) -> f64 {
         ts as f64 * self.time_base.0 as f64 / self.time_base.1.max(1) as f64
     }
@@ -127,6 +161,7 @@ impl FileIndex {
                         time_base: (tb.num, tb.den),
                         fps: if avg.den > 0 { avg.num as f64 / avg.den as f64 } else { 0.0 },
                         frames: Vec::new(),
+                        by_decode: Vec::new(),
                     })
                 }
                 ff::AVMediaType::AVMEDIA_TYPE_AUDIO => audio.push(AudioStream {
@@ -198,7 +233,7 @@ fn scan_frames(media: &mut Media<'_>, v: &mut VideoStream) -> Result<()> {
             false
         }
     });
-    v.frames = frames;
+    v.set_frames(frames);
     Ok(())
 }
 
@@ -233,7 +268,19 @@ pub fn index_of(uri: &str, version: &str, source: &dyn Source) -> Result<(Arc<Fi
             return Ok((idx.clone(), true));
         }
     }
-    let idx = Arc::new(FileIndex::build(source)?);
+    // Kept on disk by an earlier process (only files with a version: an
+    // etag or an mtime tells a changed file).
+    let kept = if version.is_empty() { None } else { crate::store::dir() };
+    let idx = match kept.as_deref().and_then(|d| crate::store::load(d, &key)) {
+        Some(idx) => Arc::new(FileIndex { fetched: 0, ..idx }),
+        None => {
+            let idx = FileIndex::build(source)?;
+            if let Some(d) = &kept {
+                crate::store::save(d, &key, &idx);
+            }
+            Arc::new(idx)
+        }
+    };
     let mut c = cache().lock().unwrap();
     let tick = c.tick;
     c.map.insert(key, (idx.clone(), tick));

@@ -6,7 +6,8 @@
 //! * `video_info` — what a file holds, as JSON bytes (the `video_info` verb).
 //!
 //! Each reads its input by range through the core's reader (the op sets
-//! `RANGED_INPUT`), keeps a per-file index ([`index`]) and frees every
+//! `RANGED_INPUT`), keeps a per-file index ([`index`], on disk too:
+//! [`store`]) and frees every
 //! FFmpeg object it makes on every path ([`media`]).
 
 pub mod audio;
@@ -14,6 +15,7 @@ pub mod clip;
 pub mod index;
 pub mod media;
 pub mod ops;
+pub mod store;
 
 use dataio_abi::{status, AbiError};
 

@@ -50,6 +50,18 @@ impl HeaderBlocks {
     pub fn bytes(&self) -> usize {
         self.blocks.lock().unwrap().values().map(|b| b.len()).sum()
     }
+
+    /// Every block kept, by index.
+    pub fn entries(&self) -> Vec<(u64, Arc<[u8]>)> {
+        let mut v: Vec<_> = self.blocks.lock().unwrap().iter().map(|(&i, b)| (i, b.clone())).collect();
+        v.sort_unstable_by_key(|e| e.0);
+        v
+    }
+
+    /// Keeps block `index` (a kept index being loaded).
+    pub fn insert(&self, index: u64, block: Arc<[u8]>) {
+        self.blocks.lock().unwrap().insert(index, block);
+    }
 }
 
 struct Io<'s> {

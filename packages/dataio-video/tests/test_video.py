@@ -317,3 +317,39 @@ def test_audio_true_adds_the_clips_audio(videos: dict[str, tuple[Path, int]]) ->
     assert len(starts) > 1, "random clips, each with its own audio"
     with pytest.raises(dataio.errors.PlanError, match="audio= takes sample_rate, mono"):
         dataio.pipeline(dataio.slot("video").decode_video(audio={"rate": 1}), dataio.batch(1))
+
+
+def test_a_new_process_finds_the_index_kept_on_disk(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from media import write_video
+
+    video = write_video(tmp_path / "kept.mkv", 120, gop=30, noise=True)
+    script = (
+        "import dataio, sys\n"
+        "p = dataio.pipeline(dataio.slot('v').decode_video(num_frames=2, start_frame=100), dataio.batch(1))\n"
+        "with p.bind([{'v': sys.argv[1]}]).run('numpy') as l:\n"
+        "    b = next(iter(l)); s = l.stats()\n"
+        "print(s['bytes_read'], b['v'].shape)\n"
+    )
+    env = dict(os.environ, DATAIO_VIDEO_INDEX_DIR=str(tmp_path / "idx"))
+
+    def bytes_read() -> int:
+        r = subprocess.run([sys.executable, "-c", script, str(video)], env=env, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        return int(r.stdout.split()[0])
+
+    size = video.stat().st_size
+    first = bytes_read()
+    # An mkv's index is a demux pass over the whole file: the first process reads it all.
+    assert first >= size, (first, size)
+    assert [p.suffix for p in (tmp_path / "idx").iterdir()] == [".vidx"]
+    assert (tmp_path / "idx").stat().st_mode & 0o777 == 0o700
+    # The next process reads only the clip's GOP.
+    second = bytes_read()
+    assert second < 0.6 * size, (second, size)
+    # A changed file (new mtime) is indexed anew, never served the old index.
+    os.utime(video, (video.stat().st_atime, video.stat().st_mtime + 10))
+    assert bytes_read() >= size
