@@ -192,6 +192,12 @@ pub fn decode(
                         }
                     }
                 }
+                // A frame no slot wants and no other frame references
+                // (a non-reference B-frame before or inside the clip) is
+                // not decoded.
+                // (Its pts as the index has it: the dts where there is none.)
+                let pts = if p.pts != ff::AV_NOPTS_VALUE { p.pts } else { p.dts };
+                dec.skip_unreferenced(!wanted.contains_key(&pts));
                 dec.send(Some(&pkt))?;
             } else {
                 eof = true;

@@ -530,6 +530,17 @@ impl Decoder {
     }
 
     /// Sends a packet (None: the end of the stream). Invalid data is an error.
+    /// Whether the decoder may skip the next packets when no other frame
+    /// references them (`AVDISCARD_NONREF`): a frame the caller does not
+    /// want and nothing else needs is not decoded at all. A single-threaded
+    /// decoder reads this per packet.
+    pub fn skip_unreferenced(&mut self, skip: bool) {
+        // SAFETY: a field of the open context, read by the decoder per packet.
+        unsafe {
+            (*self.0).skip_frame = if skip { ff::AVDiscard::AVDISCARD_NONREF } else { ff::AVDiscard::AVDISCARD_DEFAULT };
+        }
+    }
+
     pub fn send(&mut self, pkt: Option<&Packet>) -> Result<()> {
         // SAFETY: an open decoder; a live packet or null (drain).
         let code = unsafe { ff::avcodec_send_packet(self.0, pkt.map_or(ptr::null(), |p| p.0)) };
