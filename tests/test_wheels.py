@@ -233,3 +233,35 @@ def test_the_core_alone_names_the_plugin_for_s3(wheelhouse: Path, tmp_path: Path
     assert install_hint("dataio-s3") in error["message"], error
     listed = run_python(python, "import dataio.plugins, importlib.metadata as m; print(sorted(d.name for d in m.distributions()))")
     assert "dataio-s3" not in listed.stdout and "dataio-rdma" not in listed.stdout, listed.stdout
+
+
+def test_the_core_alone_decodes_images_and_names_the_media_and_text_plugins(wheelhouse: Path, tmp_path: Path) -> None:
+    """The core wheel needs no FFmpeg and no tokenizers: it links neither,
+    runs an image pipeline, and a plan naming decode_video or tokenize
+    fails when it is built, naming the package to install."""
+    from PIL import Image
+
+    python = fresh_venv(tmp_path / "venv")
+    install(python, wheelhouse, "dataio")
+    Image.new("RGB", (24, 16), (200, 30, 60)).save(tmp_path / "red.jpg", quality=95)
+    code = (
+        "import json, subprocess, dataio, dataio._native as n\n"
+        "libs = subprocess.run(['ldd', n.__file__], capture_output=True, text=True).stdout\n"
+        "p = dataio.pipeline(dataio.slot('image').decode_image().resize(8, 8), dataio.batch(1))\n"
+        f"with p.bind([{{'image': {str(tmp_path / 'red.jpg')!r}}}]).run('numpy') as loader:\n"
+        "    b = next(iter(loader))\n"
+        "errors = {}\n"
+        "for op in ('decode_video', 'tokenize'):\n"
+        "    try:\n"
+        "        dataio.pipeline(getattr(dataio.slot('x'), op)(), dataio.batch(1))\n"
+        "    except dataio.errors.PlanError as e:\n"
+        "        errors[op] = str(e)\n"
+        "print(json.dumps({'libs': libs, 'shape': list(b['image'].shape), 'red': int(b['image'][0, 4, 4, 0]), 'errors': errors}))\n"
+    )
+    proc = run_python(python, code)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert not any(lib in out["libs"] for lib in ("libavcodec", "libavformat", "libswscale", "libonig")), out["libs"]
+    assert out["shape"] == [1, 8, 8, 3] and out["red"] > 150
+    assert "dataio-video" in out["errors"]["decode_video"], out["errors"]
+    assert "dataio-text" in out["errors"]["tokenize"], out["errors"]

@@ -187,6 +187,7 @@ PLUGIN_PACKAGE_OPS = {
     "decode_video": "dataio-video",
     "decode_audio": "dataio-video",
     "video_info": "dataio-video",
+    "tokenize": "dataio-text",
 }
 
 
