@@ -100,7 +100,8 @@ impl VideoStream {
             Some(_) => return None,
             None => file_size,
         };
-        Some((lo, hi.min(file_size)))
+        let hi = hi.min(file_size);
+        (lo < hi).then_some((lo, hi))
     }
 
     pub fn seconds(&self, ts: i64) -> f64 {

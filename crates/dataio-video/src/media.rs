@@ -537,7 +537,8 @@ impl Decoder {
     pub fn skip_unreferenced(&mut self, skip: bool) {
         // SAFETY: a field of the open context, read by the decoder per packet.
         unsafe {
-            (*self.0).skip_frame = if skip { ff::AVDiscard::AVDISCARD_NONREF } else { ff::AVDiscard::AVDISCARD_DEFAULT };
+            (*self.0).skip_frame =
+                if skip { ff::AVDiscard::AVDISCARD_NONREF } else { ff::AVDiscard::AVDISCARD_DEFAULT };
         }
     }
 

@@ -237,9 +237,16 @@ pub fn decode(bytes: &[u8]) -> Result<(String, FileIndex)> {
                     pts: r.i64()?,
                     dts: r.i64()?,
                     decode: r.u32()?,
-                    key: r.u8()? != 0,
+                    key: match r.u8()? {
+                        0 => false,
+                        1 => true,
+                        _ => return Err(Error::corrupt("a kept video index has a bad keyframe flag")),
+                    },
                     pos: r.i64()?,
                 });
+            }
+            if frames.iter().any(|f| f.pos < -1 || (f.pos >= 0 && f.pos as u64 >= size)) {
+                return Err(Error::corrupt("a kept video index places a frame outside the file"));
             }
             if frames.windows(2).any(|w| w[0].pts >= w[1].pts) {
                 return Err(Error::corrupt("a kept video index's frames are not in presentation order"));
@@ -348,6 +355,21 @@ mod tests {
         let mut extra = bytes.clone();
         extra.push(0);
         assert!(decode(&extra).is_err());
+    }
+
+    /// What the fuzzer found (index_file): a keyframe flag of 0xfe was
+    /// read as true, so the bytes accepted were not the encoding of what
+    /// they decoded to (flags are 0 or 1 now); a frame placed past the end
+    /// of the file gave a byte span starting after it ends (frames must
+    /// lie inside the file now).
+    #[test]
+    fn what_the_fuzzer_found_is_refused() {
+        for crash in [
+            &include_bytes!("../fuzz/corpus/index_file/crash-noncanonical-flag")[..],
+            &include_bytes!("../fuzz/corpus/index_file/crash-frame-past-the-end")[..],
+        ] {
+            assert!(decode(crash).is_err());
+        }
     }
 
     #[test]
