@@ -221,8 +221,10 @@ impl ExportOp for Tokenize {
                 format!("a text of {} characters is over max_chars={}", text.chars().count(), cfg.max_chars),
             ));
         }
+        // encode_fast: the same ids without the character offsets (which
+        // the op does not return).
         let enc = tok
-            .encode(text, cfg.add_special_tokens)
+            .encode_fast(text, cfg.add_special_tokens)
             .map_err(|e| AbiError::new(status::CORRUPT, format!("tokenizing failed: {e}")))?;
         let ids = enc.get_ids();
         if cfg.int32 {
