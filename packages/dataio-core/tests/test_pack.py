@@ -236,3 +236,20 @@ def test_torch_tensors_for_a_training_step() -> None:
     logits = torch.nn.Linear(4, 8)(emb(b["input_ids"]) + 0 * b["position_ids"].unsqueeze(-1))
     loss = torch.nn.functional.cross_entropy(logits.reshape(-1, 8), (b["labels"] % 8).where(b["labels"] >= 0, -100).reshape(-1))
     assert torch.isfinite(loss)
+
+
+def test_without_end_tokens_with_a_pad_token_and_drop_last() -> None:
+    recs = make_docs(25, seed=8)
+    p = dataio.pipeline(dataio.slot("ids").decode_npy(),
+                        dataio.pack("ids", 32, 2, "best_fit", add_eos=False, pad_token=-7, window=8, drop_last=True))
+    batches = run_all(p, recs)
+    assert batches, "some full batches"
+    ids = np.concatenate([np.asarray(b["input_ids"]) for b in batches])
+    doc = np.concatenate([np.asarray(b["document_ids"]) for b in batches])
+    assert (ids[doc == -1] == -7).all() and (ids[doc >= 0] > 0).all(), "no end tokens, padding holds pad_token"
+    assert not (doc == -1).all(axis=1).any(), "drop_last: no empty rows"
+    # Each piece is a whole document's tokens (none is over a row), and a
+    # document of the dropped last rows is missing, never repeated.
+    pieces = [piece for b in batches for piece in check_batch(b, 32, 2)]
+    seen = Counter(t for piece in pieces for t in piece)
+    assert max(seen.values()) == 1 and set(seen) < set(all_tokens(recs))
