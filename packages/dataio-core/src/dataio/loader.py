@@ -715,7 +715,11 @@ class Loader:
         ``cache_evictions`` (counted since the source was opened). A mix
         (``dataio.mix``) adds ``"sources"`` (per source: drawn this epoch up
         to the global position, and its own epoch) and ``"source_reads"``
-        (per source: records read and their read seconds, this epoch).
+        (per source: records read and their read seconds, this epoch). A
+        ``pack()`` pipeline adds ``"pack"``: documents, tokens,
+        ``padding_tokens``, ``padding_fraction``, sequences, batches,
+        ``split_documents`` and, over a mix, ``source_tokens`` and
+        ``source_token_shares`` (per source number).
         :meth:`report` turns snapshots into rates and a verdict."""
         out = self._with_pack(self._with_wait(self._run.stats())) if self._run is not None else dict(self._last_stats)
         source_stats = getattr(self._records, "_dataio_source_stats", None)
