@@ -103,8 +103,10 @@ impl PyPacker {
 
     /// Feeds the documents of the block at `block` covering `positions`
     /// schedule positions; `groups` (one per document) names a mix's
-    /// source of each, for the token shares in `stats()`.
-    #[pyo3(signature = (block, positions, docs, groups=None))]
+    /// source of each, for the token shares in `stats()`; `key` and `skip`
+    /// are an elastic unit's (`Packer::feed_keyed`).
+    #[pyo3(signature = (block, positions, docs, groups=None, key=None, skip=(0, 0)))]
+    #[allow(clippy::too_many_arguments)]
     fn feed(
         &self,
         py: Python<'_>,
@@ -112,11 +114,13 @@ impl PyPacker {
         positions: u64,
         docs: &Bound<'_, PyList>,
         groups: Option<Vec<u32>>,
+        key: Option<u64>,
+        skip: (u64, u64),
     ) -> PyResult<()> {
         let owned: Vec<Option<Vec<i64>>> = docs.iter().map(|d| tokens(&d)).collect::<PyResult<_>>()?;
         py.detach(|| {
             let refs: Vec<Option<&[i64]>> = owned.iter().map(|d| d.as_deref()).collect();
-            self.with(|p| p.feed(block, positions, &refs, groups.as_deref()))
+            self.with(|p| p.feed_keyed(block, positions, &refs, groups.as_deref(), key.unwrap_or(block), skip))
         })
         .map_py(py)
     }

@@ -95,3 +95,19 @@ def test_packed_ranks_end_each_epoch_at_the_same_batch(tmp_path: Path) -> None:
         assert all((t // 1000 - 1) % 2 == r for t in got["tokens"])
         per_epoch = len(got["tokens"]) // 2
         assert len(set(got["tokens"][:per_epoch])) == per_epoch
+
+
+def test_a_packed_job_resumes_on_another_world_size(tmp_path: Path) -> None:
+    # Two ranks pack a step and die; three ranks take the rest of the epoch
+    # from rank 0's state, which holds both ranks' points.
+    torchrun(2, tmp_path, "--records", "40", "--pack", "--stop-after", "1")
+    state = json.loads((tmp_path / "state-0.json").read_text())
+    assert len(state["pack"]["ranks"]) == 2
+    before = load(tmp_path, "packseen", 2)
+    torchrun(3, tmp_path, "--records", "40", "--pack", "--resume")
+    after = load(tmp_path, "packresumed", 3)
+    assert len({r["batches"] for r in after}) == 1, [r["batches"] for r in after]
+    seen = [t for r in before + after for t in r["tokens"]]
+    assert len(seen) == len(set(seen)), "a token was delivered twice"
+    # The rest came from both old ranks' documents (even and odd records).
+    assert {(t // 1000 - 1) % 2 for r in after for t in r["tokens"]} == {0, 1}

@@ -198,14 +198,64 @@ def test_mix_reports_each_sources_share_of_tokens() -> None:
     assert st["source_token_shares"][1] == pytest.approx(from_b / (from_a + from_b))
 
 
-def test_another_world_size_is_refused() -> None:
-    recs = make_docs(40)
-    with pipe(32, 2, "concat", window=8).bind(recs).run("numpy", shard={"id": 0, "of": 2}) as loader:
-        next(iter(loader))
-        state = loader.state_dict()
-    with pipe(32, 2, "concat", window=8).bind(recs).run("numpy", shard={"id": 0, "of": 4}) as other:
-        with pytest.raises(CheckpointError, match="ranks it was saved with"):
-            other.load_state_dict(state)
+def tokens_delivered(batches: list[Any], seq_len: int, batch_size: int) -> Counter[int]:
+    return Counter(t for b in batches for piece in check_batch(b, seq_len, batch_size) for t in piece)
+
+
+@pytest.mark.parametrize("strategy", ["concat", "best_fit"])
+@pytest.mark.parametrize("new_world", [2, 5])
+def test_elastic_resume_delivers_every_token_once(strategy: str, new_world: int) -> None:
+    recs = make_docs(150, seed=9)
+    p = pipe(48, 2, strategy, window=8)
+    # Three ranks train 3 steps, each saves its state; the job dies.
+    before: Counter[int] = Counter()
+    states = []
+    for rank in range(3):
+        with p.bind(recs).run("numpy", seed=6, shard={"id": rank, "of": 3}) as loader:
+            it = iter(loader)
+            before += tokens_delivered([next(it) for _ in range(3)], 48, 2)
+            states.append(json.loads(json.dumps(loader.state_dict())))
+    merged = dataio.packing.gather_states(states)
+    # Another world takes the rest of the epoch: every token exactly once.
+    after: Counter[int] = Counter()
+    for rank in range(new_world):
+        with p.bind(recs).run("numpy", seed=6, shard={"id": rank, "of": new_world}) as loader:
+            loader.load_state_dict(merged)
+            after += tokens_delivered(list(loader), 48, 2)
+    assert not set(before) & set(after), "a token delivered before was delivered again"
+    assert before + after == all_tokens(recs)
+
+
+def test_an_elastic_epoch_resumes_in_its_world_and_refuses_another() -> None:
+    recs = make_docs(120, seed=10)
+    p = pipe(40, 2, "best_fit", window=8)
+    states = []
+    for rank in range(2):
+        with p.bind(recs).run("numpy", seed=1, shard={"id": rank, "of": 2}) as loader:
+            it = iter(loader)
+            next(it), next(it)
+            states.append(loader.state_dict())
+    # One rank's state alone does not say where the others were.
+    with p.bind(recs).run("numpy", seed=1, shard={"id": 0, "of": 3}) as other_world:
+        with pytest.raises(CheckpointError, match="gather_states"):
+            other_world.load_state_dict(states[0])
+    merged = dataio.packing.gather_states(states)
+    with p.bind(recs).run("numpy", seed=1, shard={"id": 1, "of": 3}) as loader:
+        loader.load_state_dict(merged)
+        whole = list(loader)
+    with p.bind(recs).run("numpy", seed=1, shard={"id": 1, "of": 3}) as loader:
+        loader.load_state_dict(merged)
+        it = iter(loader)
+        head = [next(it) for _ in range(2)]
+        mid = json.loads(json.dumps(loader.state_dict()))
+    assert "elastic" in mid["pack"]
+    with p.bind(recs).run("numpy", seed=1, shard={"id": 1, "of": 3}) as resumed:
+        resumed.load_state_dict(mid)
+        rest = list(resumed)
+    assert [np.asarray(b["input_ids"]).tolist() for b in head + rest] == [np.asarray(b["input_ids"]).tolist() for b in whole]
+    with p.bind(recs).run("numpy", seed=1, shard={"id": 0, "of": 4}) as again:
+        with pytest.raises(CheckpointError, match="already resumed with another world size"):
+            again.load_state_dict({**mid, "pack": {**mid["pack"], "ranks": [[0, 0, 0]] * 3}})
 
 
 def test_plan_errors_name_the_problem() -> None:

@@ -193,6 +193,23 @@ impl Packer {
     /// skipped; an empty or `None` document is dropped). `groups`, when
     /// given, names each document's group for [`PackStats::group_tokens`].
     pub fn feed(&mut self, block: u64, positions: u64, docs: &[Option<&[i64]>], groups: Option<&[u32]>) -> Result<()> {
+        self.feed_keyed(block, positions, docs, groups, block, (0, 0))
+    }
+
+    /// [`Packer::feed`] of a block read elsewhere than at `block` (an
+    /// elastic resume's units: another rank's block): `key` keys its rows'
+    /// shuffle (the block's own position where it was read), and `skip`
+    /// drops what of it was delivered before (the later of it and a resume
+    /// skip, which both count from the block's start).
+    pub fn feed_keyed(
+        &mut self,
+        block: u64,
+        positions: u64,
+        docs: &[Option<&[i64]>],
+        groups: Option<&[u32]>,
+        key: u64,
+        skip: (u64, u64),
+    ) -> Result<()> {
         if self.finished {
             return Err(Error::invalid("pack(): fed after the end of the epoch"));
         }
@@ -207,7 +224,10 @@ impl Packer {
                 return Err(Error::invalid(format!("pack(): {} groups for {} documents", g.len(), docs.len())));
             }
         }
-        let skip = self.skip.take();
+        let skip = match self.skip.take() {
+            Some(s) => Some(s.max(skip)),
+            None => (skip != (0, 0)).then_some(skip),
+        };
         if let Some(g) = groups {
             let eos = u64::from(self.cfg.eos.is_some());
             for (i, (d, &g)) in docs.iter().zip(g).enumerate() {
@@ -223,7 +243,7 @@ impl Packer {
             }
         }
         match self.cfg.strategy {
-            Strategy::BestFit => self.feed_best_fit(block, docs, skip.map_or(0, |s| s.0)),
+            Strategy::BestFit => self.feed_best_fit(block, key, docs, skip.map_or(0, |s| s.0)),
             Strategy::Concat => self.feed_concat(block, docs, skip.unwrap_or((0, 0))),
         }
         self.next_block = block + positions;
@@ -254,7 +274,7 @@ impl Packer {
         }
     }
 
-    fn feed_best_fit(&mut self, block: u64, docs: &[Option<&[i64]>], skip: u64) {
+    fn feed_best_fit(&mut self, block: u64, key: u64, docs: &[Option<&[i64]>], skip: u64) {
         let l = self.cfg.seq_len;
         // (doc, start, len) of every piece: documents over seq_len give
         // whole sequences first, their rest is placed like a short document.
@@ -303,7 +323,7 @@ impl Packer {
         let mut seqs: Vec<Vec<(usize, usize, usize)>> = whole.into_iter().map(|(i, s)| vec![(i, s, l)]).collect();
         seqs.extend(bins);
         if let Some(seed) = self.cfg.seed {
-            let mut rng = Stream::new(seed, self.cfg.epoch, block, PACK_OP);
+            let mut rng = Stream::new(seed, self.cfg.epoch, key, PACK_OP);
             for i in (1..seqs.len()).rev() {
                 let j = rng.below(i as u64 + 1) as usize;
                 seqs.swap(i, j);

@@ -7,6 +7,7 @@ and ``load_state_dict()`` checkpoint and resume it exactly.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import time
@@ -30,7 +31,7 @@ from .contract import (
 )
 from .errors import CheckpointError, InvalidArgumentError, RowError
 from .executor import resolve_executor
-from .packing import Balancer, PackedRun, resolve_tokens
+from .packing import Balancer, ElasticRuns, PackedRun, elastic_units, resolve_tokens
 
 if TYPE_CHECKING:
     from .pipeline import BatchStage, BoundPipeline
@@ -293,6 +294,9 @@ class Loader:
         self._packing = self._pipe.shape.packing
         self._pack_skip: tuple[int, int] = (0, 0)
         self._packed: PackedRun | None = None
+        # An elastic epoch: the old world's size and every old rank's
+        # frontier ([position, a, b]); this rank packs its units of them.
+        self._pack_elastic: dict[str, Any] | None = None
         if self._packing is not None:
             if order != "submit":
                 raise InvalidArgumentError("pack() delivers documents in schedule order: order must be 'submit'")
@@ -366,13 +370,30 @@ class Loader:
         )
 
     def _start(self) -> None:
-        self._run = self._executor.start(self._job())
+        self._run = self._elastic_runs() if self._pack_elastic is not None else self._executor.start(self._job())
         self._wait_seconds = 0.0  # time the consumer spent in next(), this epoch
         if self._packing is not None:
             eos, pad = self._pack_tokens
             mixed = getattr(self._records, "sources_of", None) if hasattr(self._records, "_dataio_mix") else None
             self._packed = PackedRun(self._packing, eos, pad, self._seed, self._epoch, self._position, self._pack_skip, mixed)
             self._packed.balancer = self._balancer
+
+    def _elastic_runs(self) -> EpochRun:
+        """The units of an elastic packed epoch this rank packs, each one
+        block of an old rank's schedule run on its own."""
+        el = self._pack_elastic
+        assert el is not None and self._packing is not None
+        world, pad, window = int(el["world"]), bool(self._shard["pad"]), self._packing.window
+        n = self._epoch_len()
+        counts = [_native.shard_count(r, world, pad, n) for r in range(world)]
+        base = self._job()
+
+        def start(r: int, k: int) -> EpochRun:
+            shard = cast(Shard, {**self._shard, "id": r, "of": world})
+            return self._executor.start(dataclasses.replace(base, shard=shard, start=k, global_offset=0, partition_offsets=()))
+
+        units = elastic_units(el["frontiers"], counts, window, self._shard["id"], self._shard["of"])
+        return cast(EpochRun, ElasticRuns(start, units, window, self._position // window))
 
     def _stop(self) -> None:
         if self._run is not None:
@@ -518,6 +539,7 @@ class Loader:
         self._epoch += 1
         self._position = 0
         self._pack_skip = (0, 0)
+        self._pack_elastic = None
         self._global_offset = 0
         self._partition_offsets = []
 
@@ -533,6 +555,7 @@ class Loader:
         self._epoch = epoch
         self._position = 0
         self._pack_skip = (0, 0)
+        self._pack_elastic = None
         self._global_offset = 0
         self._partition_offsets = []
 
@@ -611,8 +634,20 @@ class Loader:
             **({"shard_order": o} if (o := self._shard_order()) is not None else {}),
             # pack(): "position" is the start of the packer's block; "skip"
             # what of it was delivered (sequences, or a document and token).
-            **({"pack": {"skip": list(self._pack_skip)}} if self._packing is not None else {}),
+            # With every rank's point ("ranks", from the balancer or
+            # packing.gather_states) another world size resumes exactly;
+            # "elastic": this epoch is such a resume (old world, frontiers).
+            **({"pack": self._pack_state()} if self._packing is not None else {}),
         }
+
+    def _pack_state(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"skip": list(self._pack_skip)}
+        ranks = self._packed.ranks if self._packed is not None else None
+        if ranks is not None:
+            out["ranks"] = ranks
+        if self._pack_elastic is not None:
+            out["elastic"] = self._pack_elastic
+        return out
 
     def _shard_order(self) -> list[dict[str, int] | None] | None:
         """[{"window", "spread"}] of the source's layout (one per source of a
@@ -675,15 +710,8 @@ class Loader:
         self._global_offset = 0
         same = all(saved.get(k, d) == self._shard.get(k, d) for k, d in (("id", 0), ("of", 1), ("hosts", 1)))
         if self._packing is not None:
-            if not same:
-                raise CheckpointError(
-                    "a pack() loader resumes with the ranks it was saved with: its ranks were at different "
-                    "documents when they saved, so another world size cannot split the rest exactly"
-                )
-            skip = (state.get("pack") or {}).get("skip")
-            if not (isinstance(skip, list) and len(skip) == 2 and all(isinstance(x, int) and x >= 0 for x in skip)):
-                raise CheckpointError("this state has no pack() resume point (state['pack']['skip'])")
-            self._pack_skip = (skip[0], skip[1])
+            self._load_pack_state(state, same, size)
+            return
         if same:
             self._position = int(state["position"])
             self._global_offset = int(state.get("global_offset", 0))
@@ -699,6 +727,42 @@ class Loader:
                 self._partition_offsets = [int(state["global_position"])]
             else:
                 self._global_offset = int(state["global_position"])
+
+    def _load_pack_state(self, state: dict[str, Any], same: bool, size: int | None) -> None:
+        """A packed loader's resume: its own point (same world), or, with
+        every old rank's point, an elastic epoch over the old ranks' rest."""
+        pack = state.get("pack") or {}
+        skip = pack.get("skip")
+        if not (isinstance(skip, list) and len(skip) == 2 and all(isinstance(x, int) and x >= 0 for x in skip)):
+            raise CheckpointError("this state has no pack() resume point (state['pack']['skip'])")
+        saved = state.get("shard") or {}
+        elastic = pack.get("elastic")
+        if same:
+            self._position = int(state["position"])
+            self._pack_skip = (skip[0], skip[1])
+            self._pack_elastic = elastic
+            return
+        if elastic is not None:
+            raise CheckpointError(
+                "this state is of an epoch already resumed with another world size; resume it with the world it was "
+                "saved with, and change the world size at an epoch's start"
+            )
+        ranks = pack.get("ranks")
+        if ranks is None:
+            raise CheckpointError(
+                "a pack() loader resumes with another world size only from every rank's point: save under "
+                "torch.distributed (the balancer shares them), or merge the ranks' states with "
+                "dataio.packing.gather_states"
+            )
+        if size is None:
+            raise CheckpointError("resuming with another world size needs a sized record source")
+        if saved.get("hosts", 1) != 1 or self._shard.get("hosts", 1) != 1:
+            raise CheckpointError("a pack() loader resumes with another world size only without host partitioning")
+        if len(ranks) != saved.get("of") or not all(isinstance(f, list) and len(f) == 3 for f in ranks):
+            raise CheckpointError(f"this state's pack ranks do not match its world of {saved.get('of')}")
+        self._position = 0
+        self._pack_skip = (0, 0)
+        self._pack_elastic = {"world": int(saved["of"]), "frontiers": [[int(x) for x in f] for f in ranks]}
 
     def stats(self) -> dict[str, Any]:
         """Counters and queue depths of the running (or last finished) epoch; cheap.

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from . import _native
-from .errors import InvalidArgumentError, PlanError
+from .errors import CheckpointError, InvalidArgumentError, PlanError
 
 if TYPE_CHECKING:
     from .contract import EpochRun
@@ -206,10 +206,98 @@ class Balancer:
         dist = sys.modules["torch.distributed"]
         return bool(dist.is_available() and dist.is_initialized() and dist.get_world_size() == shard["of"])
 
-    def all_have(self, mine: bool) -> bool:
-        t = self._torch.tensor([int(mine)], dtype=self._torch.int32)
-        self._dist.all_reduce(t, op=self._dist.ReduceOp.MIN, group=self._group)
-        return bool(t.item())
+    def exchange(self, mine: bool, state: tuple[int, int, int]) -> tuple[bool, list[list[int]]]:
+        """Whether every rank has a batch, and every rank's resume point
+        after it (what an elastic resume needs): one all_gather of 4 ints."""
+        torch, dist = self._torch, self._dist
+        t = torch.tensor([int(mine), *state], dtype=torch.int64)
+        out = [torch.zeros_like(t) for _ in range(dist.get_world_size(self._group))]
+        dist.all_gather(out, t, group=self._group)
+        return all(int(o[0]) for o in out), [[int(x) for x in o[1:].tolist()] for o in out]
+
+
+def gather_states(states: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """One state from the states every rank of a packed loader saved at the
+    same step (rank order), which a loader with another world size can
+    resume from exactly: each rank's frontier goes under
+    ``state["pack"]["ranks"]``. Under ``torch.distributed`` with ``balance``
+    every rank's ``state_dict()`` already holds them."""
+    if not states:
+        raise CheckpointError("gather_states needs the state of every rank")
+    ranks = []
+    for r, st in enumerate(states):
+        shard = st.get("shard") or {}
+        if shard.get("id") != r or shard.get("of") != len(states) or "pack" not in st:
+            raise CheckpointError(f"state {r} is not rank {r} of {len(states)} of a pack() loader (shard {shard})")
+        if st.get("epoch") != states[0].get("epoch") or st.get("signature") != states[0].get("signature"):
+            raise CheckpointError("the states are of different epochs or pipelines")
+        ranks.append([int(st["position"]), *(int(x) for x in st["pack"]["skip"])])
+    out = {**states[0], "pack": {**states[0]["pack"], "ranks": ranks}}
+    return out
+
+
+def elastic_units(frontiers: Sequence[Sequence[int]], counts: Sequence[int], window: int, rank: int,
+                  world: int) -> Iterator[tuple[int, int, tuple[int, int]]]:
+    """The units rank ``rank`` of ``world`` packs after an elastic resume:
+    (old rank, block start, skip), in its order. A unit is one block of one
+    old rank's remaining schedule (from its frontier); the units of all old
+    ranks, ordered by (block, old rank), are dealt round robin."""
+    if not frontiers:
+        return
+    u = 0
+    first = min(f[0] for f in frontiers) // window * window
+    for k in range(first, max(counts, default=0), window):
+        for r, (pos, a, b) in enumerate(frontiers):
+            if k < pos or k >= counts[r]:
+                continue
+            if u % world == rank:
+                yield r, k, ((a, b) if k == pos else (0, 0))
+            u += 1
+
+
+class ElasticRuns:
+    """An :class:`EpochRun` over elastic units: each unit is one block of an
+    old rank's schedule, run on its own (``start`` makes the run of old rank
+    ``r`` from position ``k``) and read for one batch. ``position`` counts
+    this rank's units times the window; ``unit`` is the (key, skip) of the
+    last unit read, for the packer."""
+
+    def __init__(self, start: Callable[[int, int], EpochRun], units: Iterator[tuple[int, int, tuple[int, int]]],
+                 window: int, first_unit: int) -> None:
+        self._start = start
+        self._units = units
+        self._window = window
+        self._done = 0
+        for _ in range(first_unit):  # units delivered before a resume of this elastic epoch
+            next(self._units, None)
+            self._done += 1
+        self.unit: tuple[int, tuple[int, int]] = (0, (0, 0))
+        self._stats: dict[str, Any] = {}
+
+    @property
+    def position(self) -> int:
+        return self._done * self._window
+
+    def next_batch(self) -> Any:
+        nxt = next(self._units, None)
+        if nxt is None:
+            return None
+        r, k, skip = nxt
+        run = self._start(r, k)
+        try:
+            raw = run.next_batch()
+        finally:
+            self._stats = run.stats()
+            run.close()
+        self._done += 1
+        self.unit = (k, skip)
+        return raw
+
+    def stats(self) -> dict[str, Any]:
+        return dict(self._stats)
+
+    def close(self) -> None:
+        self._units = iter(())
 
 
 class PackedRun:
@@ -228,6 +316,8 @@ class PackedRun:
         self.balancer: Balancer | None = None
         self.balanced_end = False
         self.balance_ended_early = False
+        # Every rank's resume point after the last batch (from the balancer).
+        self.ranks: list[list[int]] | None = None
 
     def next(self, run: EpochRun) -> tuple[dict[str, Any], list[RowError]] | None:
         """The next packed batch (native tensors, ``max_seqlen`` an int) and
@@ -236,7 +326,11 @@ class PackedRun:
         if self.balanced_end:
             return None
         got = self._next(run)
-        if self.balancer is not None and not self.balancer.all_have(got is not None):
+        if self.balancer is None:
+            return got
+        block, (a, b) = self.state()
+        all_have, self.ranks = self.balancer.exchange(got is not None, (block, a, b))
+        if not all_have:
             self.balanced_end = True
             # What this rank had left is not packed to be counted: it
             # reports that it ended early (its documents come next epoch).
@@ -260,7 +354,11 @@ class PackedRun:
                 docs = list(docs)
             self.errors.extend(raw.errors())
             groups = [int(g) for g in self.sources_of(raw.indices)] if self.sources_of is not None else None
-            packer.feed(self.fed, position - self.fed, docs, groups)
+            unit = getattr(run, "unit", None)
+            if unit is not None:  # an elastic unit: another rank's block, keyed where it was read
+                packer.feed(self.fed, position - self.fed, docs, groups, unit[0], unit[1])
+            else:
+                packer.feed(self.fed, position - self.fed, docs, groups)
             self.fed = position
         out = packer.next_batch()
         assert out is not None, "has_batch() said there is one"

@@ -78,14 +78,25 @@ def pack(args: argparse.Namespace, rank: int, world: int) -> None:
                            dataio.pack("ids", seq_len=32, batch_size=2, strategy="concat", eos_token=0, window=8))
     batches, tokens = 0, []
     with pipe.bind(records).run("torch", shard={"id": rank, "of": world}) as loader:
-        for _epoch in range(2):
+        if args.resume:
+            # Any rank's state holds every old rank's point (the balancer shares them).
+            with open(os.path.join(args.out, "state-0.json")) as f:
+                loader.load_state_dict(json.load(f))
+        for _epoch in range(1 if args.resume or args.stop_after else 2):
             for b in loader:
                 batches += 1
                 ids = b["input_ids"][b["document_ids"] >= 0]
                 tokens.extend(int(t) for t in ids if t != 0)
                 dist.all_reduce(torch.ones(1))  # a training step's collective: counts must agree
+                if args.stop_after is not None and batches == args.stop_after:
+                    with open(os.path.join(args.out, f"state-{rank}.json"), "w") as f:
+                        json.dump(loader.state_dict(), f)
+                    with open(os.path.join(args.out, f"packseen-{rank}.json"), "w") as f:
+                        json.dump({"batches": batches, "tokens": tokens}, f)
+                    os._exit(0)
         stats = loader.stats()["pack"]
-    with open(os.path.join(args.out, f"pack-{rank}.json"), "w") as f:
+    tag = "packresumed" if args.resume else "pack"
+    with open(os.path.join(args.out, f"{tag}-{rank}.json"), "w") as f:
         json.dump({"batches": batches, "tokens": tokens, "ended_early": stats["balance_ended_early"]}, f)
     dist.destroy_process_group()
 
