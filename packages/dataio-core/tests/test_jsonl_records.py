@@ -100,3 +100,17 @@ def test_a_bad_line_names_its_shard_and_line_and_skip_goes_on(tmp_path: Path) ->
     assert got == [0, 1, 2, 3, 4, 5, 10, 13] and failed == 2
     with pytest.raises(dataio.errors.DataioError, match="line 3: a JSON array where an object belongs"):
         ds[8]
+
+
+def test_shards_written_by_datasets_to_json(tmp_path: Path) -> None:
+    import datasets
+
+    rows = {"text": [f"row {i} café 😀" for i in range(57)], "id": list(range(57)), "score": [i / 7 for i in range(57)]}
+    for part in range(3):
+        sub = {k: v[part::3] for k, v in rows.items()}
+        datasets.Dataset.from_dict(sub).to_json(str(tmp_path / f"train-{part}.jsonl"))
+    ds = dataio.jsonl_records(str(tmp_path / "train-*.jsonl"), index_dir=tmp_path / "idx")
+    assert len(ds) == 57
+    got = {r["id"]: r for r in (ds[i] for i in range(len(ds)))}
+    assert sorted(got) == list(range(57))
+    assert all(got[i]["text"] == rows["text"][i] and got[i]["score"] == pytest.approx(rows["score"][i]) for i in got)

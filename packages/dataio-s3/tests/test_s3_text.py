@@ -32,3 +32,34 @@ def test_a_tokenizer_file_in_the_store(s3: S3Server, tmp_path: Path) -> None:
         got = {k: np.array(x).tolist() for b in loader for k, x in zip(b.keys, b["text"])}
     ref = tokenizers.Tokenizer.from_file(str(local))
     assert all(got[f"t{i:03d}"] == ref.encode(t).ids for i, t in enumerate(texts))
+
+
+def test_jsonl_shards_in_the_store_tokenized_and_packed(s3: S3Server, tmp_path: Path) -> None:
+    require("dataio_text", "the dataio-text plugin (packages/dataio-text, built by nox -s tests)")
+    tokenizers = require("tokenizers", "dataio-text's test group")
+    zstandard = require("zstandard", "the core's test group")
+    import json
+    from collections import Counter
+
+    from test_tokenize import corpus, train
+
+    local = train("bpe", tmp_path / "tokenizer.json")
+    ref = tokenizers.Tokenizer.from_file(str(local))
+    eos = ref.token_to_id("<|endoftext|>")
+    prefix = f"web-{uuid.uuid4().hex[:8]}"
+    s3.client.upload_file(str(local), s3.bucket, f"{prefix}/tokenizer.json")
+    texts = [t for t in corpus(200, 13) if ref.encode(t).ids]
+    for s in range(3):
+        lines = "".join(json.dumps({"text": t}) + "\n" for t in texts[s::3])
+        s3.client.put_object(Bucket=s3.bucket, Key=f"{prefix}/part-{s}.jsonl.zst",
+                             Body=zstandard.ZstdCompressor().compress(lines.encode()))
+    ds = dataio.jsonl_records(f"s3://{s3.bucket}/{prefix}/part-{{0..2}}.jsonl.zst", index_dir=tmp_path / "idx",
+                              cache_dir=tmp_path / "cache")
+    pipe = dataio.pipeline(dataio.slot("text").tokenize(tokenizer=f"s3://{s3.bucket}/{prefix}/tokenizer.json"),
+                           dataio.pack("text", seq_len=64, batch_size=4, strategy="concat", window=32))
+    got: Counter[int] = Counter()
+    with pipe.bind(ds).run("numpy", seed=2) as loader:
+        for b in loader:
+            ids, doc = np.asarray(b["input_ids"]), np.asarray(b["document_ids"])
+            got.update(int(t) for t in ids[doc >= 0])
+    assert got == Counter(t for text in texts for t in [*ref.encode(text).ids, eos])
