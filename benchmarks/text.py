@@ -7,12 +7,17 @@ corpus of captions and short documents (words drawn from a Zipf law over a
 word list with CJK, accents and emoji), then the same texts are tokenized by:
 
 * dataio: ``slot("text").tokenize(tokenizer=...)`` in a pipeline over
-  in-memory records, ``concurrency=cores`` (the native op on the engine's
-  pool, no GIL);
+  in-memory records with the default ``concurrency`` (records in flight:
+  ``concurrency=cores`` kept only 2 short captions in flight and ran at 77%
+  of this); the native op on the engine's CPU pool, no GIL;
 * tokenizers' own ``Tokenizer.encode_batch`` (its Rust threads, limited to
   the same cores with ``RAYON_NUM_THREADS``), in batches of 256;
 * the common way: ``tokenizer.encode(text)`` per sample in a torch
-  ``DataLoader`` with ``cores`` workers and batch size 256.
+  ``DataLoader`` with ``cores`` workers and batch size 256;
+* the commonest way: ``tokenizer(text)["input_ids"]`` per sample, the
+  ``transformers`` fast tokenizer over the same file
+  (``PreTrainedTokenizerFast(tokenizer_file=...)``), in the same
+  DataLoader (when ``transformers`` is installed).
 
 Prints tokens/s for each and dataio's ratio to each peer (above 1: dataio
 is faster). Every path's ids are checked equal to tokenizers' on the first
@@ -27,6 +32,7 @@ import random
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -68,7 +74,7 @@ def main() -> None:
 
     def run_dataio() -> int:
         n = 0
-        with pipe.bind(records).run("numpy", concurrency=args.cores) as loader:
+        with pipe.bind(records).run("numpy") as loader:
             for b in loader:
                 n += sum(len(x) for x in b["text"])
         return n
@@ -97,14 +103,41 @@ def main() -> None:
         dl = torch.utils.data.DataLoader(Texts(), batch_size=256, num_workers=args.cores, collate_fn=list)
         return sum(len(x) for b in dl for x in b)
 
+    def run_hf_dataloader() -> int:
+        import torch
+
+        class Texts(torch.utils.data.Dataset):
+            def __init__(self) -> None:
+                self.tok: Any = None
+
+            def __len__(self) -> int:
+                return len(texts)
+
+            def __getitem__(self, i: int) -> list[int]:
+                if self.tok is None:
+                    from transformers import PreTrainedTokenizerFast
+
+                    self.tok = PreTrainedTokenizerFast(tokenizer_file=str(path))
+                return self.tok(texts[i])["input_ids"]
+
+        dl = torch.utils.data.DataLoader(Texts(), batch_size=256, num_workers=args.cores, collate_fn=list)
+        return sum(len(x) for b in dl for x in b)
+
     # The same ids everywhere, before any timing.
     with pipe.bind(records[:300]).run("numpy") as loader:
         ours = {k: np.asarray(x).tolist() for b in loader for k, x in zip(b.keys, b["text"])}
     assert all(ours[f"d{i}"] == tok.encode(texts[i]).ids for i in range(300)), "dataio's ids differ"
 
     results = {}
-    for name, fn in [("dataio tokenize", run_dataio), ("tokenizers encode_batch", run_encode_batch),
-                     ("DataLoader + encode per sample", run_dataloader)]:
+    paths = [("dataio tokenize", run_dataio), ("tokenizers encode_batch", run_encode_batch),
+             ("DataLoader + encode per sample", run_dataloader)]
+    try:
+        import transformers  # noqa: F401
+
+        paths.append(("DataLoader + tokenizer(text) (transformers)", run_hf_dataloader))
+    except ImportError:
+        print("transformers is not installed: the tokenizer(text) row is skipped")
+    for name, fn in paths:
         fn()  # warm: load the tokenizer, start workers once
         best = None
         for _ in range(3):
