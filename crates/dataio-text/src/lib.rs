@@ -196,6 +196,31 @@ impl Config {
     }
 }
 
+type Prepared = Arc<(Config, Arc<Tokenizer>)>;
+
+/// A call's configuration and tokenizer by its parameters, kept per pool
+/// thread: parsing the parameters and finding the tokenizer cost as much as
+/// encoding a short caption.
+fn prepared(params: &str) -> Result<Prepared, AbiError> {
+    thread_local! {
+        static KNOWN: std::cell::RefCell<HashMap<String, Prepared>> = std::cell::RefCell::new(HashMap::new());
+    }
+    if let Some(p) = KNOWN.with(|k| k.borrow().get(params).cloned()) {
+        return Ok(p);
+    }
+    let cfg = Config::parse(params)?;
+    let tok = cfg.tokenizer()?;
+    let p = Arc::new((cfg, tok));
+    KNOWN.with(|k| {
+        let mut k = k.borrow_mut();
+        if k.len() >= 64 {
+            k.clear();
+        }
+        k.insert(params.to_string(), p.clone());
+    });
+    Ok(p)
+}
+
 /// `tokenize`: text to ids.
 pub struct Tokenize;
 
@@ -210,8 +235,8 @@ impl ExportOp for Tokenize {
         flags::TEXT_INPUT
     }
     fn run(&self, call: &Call<'_>, out: &mut Output<'_>) -> Result<(), AbiError> {
-        let cfg = Config::parse(call.params)?;
-        let tok = cfg.tokenizer()?;
+        let p = prepared(call.params)?;
+        let (cfg, tok) = (&p.0, &p.1);
         let text = std::str::from_utf8(call.data).map_err(|e| {
             AbiError::new(status::CORRUPT, format!("the text is not UTF-8 (invalid byte at {})", e.valid_up_to()))
         })?;
