@@ -33,6 +33,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<loader::CompiledPlan>()?;
     m.add_class::<loader::RawBatch>()?;
     m.add_class::<loader::NativeLoader>()?;
+    m.add_class::<loader::ObjectMetas>()?;
     m.add_class::<loader::BatchPlanner>()?;
     m.add_class::<shards::PyShardSet>()?;
     m.add_class::<delivery::DeliveryTracker>()?;

@@ -281,6 +281,25 @@ impl RecordSource for ConcatSource {
     }
 }
 
+/// The sizes and versions of objects read by range, shared by a loader's
+/// epochs (see `dataio_engine::runtime::ObjectMetas`).
+#[pyclass(module = "dataio._native", name = "ObjectMetas")]
+pub struct ObjectMetas {
+    inner: Arc<dataio_engine::runtime::ObjectMetas>,
+}
+
+#[pymethods]
+impl ObjectMetas {
+    #[new]
+    fn new() -> Self {
+        ObjectMetas { inner: Default::default() }
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.len()
+    }
+}
+
 #[pyclass(module = "dataio._native", name = "NativeLoader")]
 pub struct NativeLoader {
     inner: Mutex<Option<Loader>>,
@@ -292,7 +311,7 @@ impl NativeLoader {
     /// `(seq, end_position, indices, positions, records)` (see
     /// `dataio.executor.run_planned`), executed as they are.
     #[new]
-    #[pyo3(signature = (plan, records, *, sized, planned=false, prepare=None, context=None, ops=None, concurrency=16, completion_order=false, skip_errors=false, seed=None, epoch=0, shard_id=0, shard_of=1, pad=false, start=0, global_offset=0, hosts=1, canonical_hosts=1, partition_offsets=None, prefetch=None))]
+    #[pyo3(signature = (plan, records, *, sized, planned=false, prepare=None, context=None, ops=None, concurrency=16, completion_order=false, skip_errors=false, seed=None, epoch=0, shard_id=0, shard_of=1, pad=false, start=0, global_offset=0, hosts=1, canonical_hosts=1, partition_offsets=None, prefetch=None, metas=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -317,6 +336,7 @@ impl NativeLoader {
         canonical_hosts: u64,
         partition_offsets: Option<Vec<u64>>,
         prefetch: Option<usize>,
+        metas: Option<PyRef<'_, ObjectMetas>>,
     ) -> PyResult<Self> {
         let opts = Options {
             plan: PlanOptions {
@@ -332,6 +352,7 @@ impl NativeLoader {
             completion_order,
             skip_errors,
             prefetch,
+            metas: metas.map(|m| m.inner.clone()),
         };
         let external = ops.map(|call| Arc::new(PyOps { call }) as Arc<dyn dataio_engine::runtime::slot::ExternalOps>);
         let fields = plan.inner.fields.clone();

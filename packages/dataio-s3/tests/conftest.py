@@ -121,6 +121,9 @@ class CuttableProxy:
         self.sockets: list[socket.socket] = []
         self.lock = threading.Lock()
         self.bytes_up = 0
+        #: HTTP requests seen going up, by method (request lines counted in
+        #: the client's bytes: enough for requests without bodies).
+        self.requests: dict[str, int] = {"GET": 0, "HEAD": 0}
         self.alive = True
         threading.Thread(target=self._accept, daemon=True).start()
 
@@ -148,6 +151,8 @@ class CuttableProxy:
                     break
                 if up:
                     self.bytes_up += len(data)
+                    for method in self.requests:
+                        self.requests[method] += data.count(method.encode() + b" /")
                 dst.sendall(data)
         except OSError:
             pass

@@ -35,6 +35,47 @@ pub struct Options {
     pub skip_errors: bool,
     /// Batches ready ahead of the consumer; `None` takes the plan's.
     pub prefetch: Option<usize>,
+    /// Sizes and versions of the objects ranged decoders read, kept across
+    /// the runs that share it (a Python `Loader`'s epochs); `None`: a `head`
+    /// per read object.
+    pub metas: Option<Arc<ObjectMetas>>,
+}
+
+/// The size and version of each object a ranged decoder read, from one
+/// `head` each: a loader's later epochs read the same objects without
+/// asking again (a video dataset's clip per file per epoch was a HEAD per
+/// clip over S3). An object is taken as it was at its first read for the
+/// loader's life, as a shard dataset's listing is; a changed object shows
+/// as a read past its end or a typed decode error, never as silent data
+/// from another version (the video index is keyed by the same version).
+#[derive(Debug, Default)]
+pub struct ObjectMetas {
+    map: Mutex<std::collections::HashMap<String, (u64, String)>>,
+}
+
+impl ObjectMetas {
+    /// The most objects kept (about 100 bytes each); past it the map starts over.
+    pub const MAX: usize = 1 << 18;
+
+    pub fn get(&self, uri: &str) -> Option<(u64, String)> {
+        self.map.lock().unwrap().get(uri).cloned()
+    }
+
+    pub fn put(&self, uri: &str, size: u64, version: &str) {
+        let mut m = self.map.lock().unwrap();
+        if m.len() >= Self::MAX {
+            m.clear();
+        }
+        m.insert(uri.to_string(), (size, version.to_string()));
+    }
+
+    pub fn len(&self) -> usize {
+        self.map.lock().unwrap().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 impl Default for Options {
@@ -45,6 +86,7 @@ impl Default for Options {
             completion_order: false,
             skip_errors: false,
             prefetch: None,
+            metas: None,
         }
     }
 }
@@ -727,10 +769,20 @@ fn process_row(
                 (SlotInput::Data(data), Some(u))
             }
             Input::Ranged(b, u) => {
-                let meta = pools::block_on(b.head(&u)).map_err(|e| e.in_row(ctx("read", Some(u.clone()))))?;
-                let version =
-                    meta.etag.clone().or_else(|| meta.mtime.map(|t| format!("mtime:{t}"))).unwrap_or_default();
-                let object = StoreObject { sh: sh.clone(), backend: b, uri: u.clone(), size: meta.size, version };
+                let known = sh.opts.metas.as_ref().and_then(|m| m.get(&u));
+                let (size, version) = match known {
+                    Some(k) => k,
+                    None => {
+                        let meta = pools::block_on(b.head(&u)).map_err(|e| e.in_row(ctx("read", Some(u.clone()))))?;
+                        let version =
+                            meta.etag.clone().or_else(|| meta.mtime.map(|t| format!("mtime:{t}"))).unwrap_or_default();
+                        if let Some(m) = &sh.opts.metas {
+                            m.put(&u, meta.size, &version);
+                        }
+                        (meta.size, version)
+                    }
+                };
+                let object = StoreObject { sh: sh.clone(), backend: b, uri: u.clone(), size, version };
                 (SlotInput::Object(Arc::new(object)), Some(u))
             }
             Input::Remote(_, u) => unreachable!("remote input {u} should have been fetched"),

@@ -28,7 +28,7 @@ pub mod source;
 
 pub use batch::{Batch, SlotValue};
 pub use delivery::Delivery;
-pub use loader::{Loader, Next, Options, Stats};
+pub use loader::{Loader, Next, ObjectMetas, Options, Stats};
 pub use mix::{MixOrder, MixSpec, Part, Stop};
 pub use order::{Hosts, Layout, Shard, ShardOrder};
 pub use planner::{PlanOptions, PlannedBatch, PlannedRow, PlannedSource};

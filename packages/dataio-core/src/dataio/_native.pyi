@@ -136,6 +136,11 @@ class RawBatch:
     def take_slots(self) -> dict[str, Any]: ...
 
 @final
+class ObjectMetas:
+    def __new__(cls) -> ObjectMetas: ...
+    def __len__(self) -> int: ...
+
+@final
 class NativeLoader:
     def __new__(
         cls,
@@ -161,6 +166,7 @@ class NativeLoader:
         canonical_hosts: int = 1,
         partition_offsets: list[int] | None = None,
         prefetch: int | None = None,
+        metas: ObjectMetas | None = None,
     ) -> NativeLoader: ...
     def next_batch(self) -> RawBatch | None: ...
     def close(self) -> None: ...

@@ -233,6 +233,11 @@ class EpochJob:
     #: A host-partitioned order's resume point: per canonical partition, the
     #: samples consumed before this run (empty: none).
     partition_offsets: tuple[int, ...] = ()
+    #: The loader's memory of the objects its ranged decoders read (their
+    #: sizes and versions, ``_native.ObjectMetas``), shared by its epochs so
+    #: that an object is asked about once per loader, not once per epoch; an
+    #: executor running in this process passes it on, others may ignore it.
+    object_metas: Any = dataclasses.field(default=None, compare=False, repr=False)
 
     @property
     def sized(self) -> bool:

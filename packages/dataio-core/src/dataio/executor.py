@@ -75,6 +75,7 @@ class LocalExecutor:
             canonical_hosts=job.shard.get("canonical_hosts", 1),
             partition_offsets=list(job.partition_offsets),
             prefetch=job.prefetch,
+            metas=job.object_metas,
         )
 
     def __repr__(self) -> str:

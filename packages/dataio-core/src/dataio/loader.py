@@ -284,6 +284,7 @@ class Loader:
         self._log = log_errors
         self._seed = seed
         self._context = context
+        self._object_metas = _native.ObjectMetas()
         self._epoch = int(epoch)
         self._position = 0
         self._global_offset = 0
@@ -367,6 +368,7 @@ class Loader:
             on_failure="skip" if self._skip else "raise",
             context=self._context,
             prefetch=self._prefetch,
+            object_metas=self._object_metas,
         )
 
     def _start(self) -> None:
