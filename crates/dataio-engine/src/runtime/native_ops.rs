@@ -8,7 +8,7 @@
 //! registered, and through the binding's Python ops otherwise.
 
 use crate::base::error::{Error, Result};
-use crate::base::tensor::{AlignedBuf, DType, Tensor};
+use crate::base::tensor::{DType, Tensor};
 use dataio_abi::ops::{check_op_table, flags, kind, OpCallV1, OpOutV1, OpV1, ReaderV1, TensorV1};
 use dataio_abi::{status, Str};
 use serde_json::{Map, Value as Json};
@@ -186,7 +186,8 @@ unsafe extern "C" fn alloc_out(core: *mut c_void, dtype: Str, ndim: u32, shape: 
     };
     let bytes = dims.iter().try_fold(dt.size() as u64, |acc, &d| acc.checked_mul(d as u64));
     let Some(n) = bytes.filter(|&n| n <= MAX_OUTPUT_BYTES) else { return std::ptr::null_mut() };
-    let buf = Arc::new(AlignedBuf::new(n as usize, false));
+    // Pooled: a clip decoder's output is tens of MB, fresh pages each call.
+    let buf = Arc::new(crate::base::tensor::pooled(n as usize));
     let ptr = buf.as_mut_ptr();
     st.tensor = Some(Tensor { dtype: dt, shape: dims, buf, offset: 0 });
     ptr
