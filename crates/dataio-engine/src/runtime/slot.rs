@@ -7,8 +7,8 @@ use crate::base::error::{Error, Result, RowContext};
 use crate::base::rng::{key, Stream};
 use crate::base::tensor::{read_scalar, write_scalar, AlignedBuf, DType, Tensor};
 use crate::kernels::image::finish::Finish;
-use crate::kernels::image::geometry::{render, render_with, Geo};
-use crate::kernels::image::{self, jpeg, Pixels};
+use crate::kernels::image::geometry::{render, render_ref, render_with, Geo};
+use crate::kernels::image::{self, jpeg, Pixels, PixelsRef};
 use crate::plan::ops::Dim;
 use crate::plan::{Cmp, Decoder, ImageMode, Param, Pred, SlotProgram, Step};
 use bytes::Bytes;
@@ -505,17 +505,17 @@ fn finish_tensor(
         && (1..=4).contains(&t.shape[2])
         && steps.iter().any(|s| s.is_geometry() || matches!(s, Step::Normalize { .. } | Step::ToChw))
     {
-        let px = Pixels {
+        let px = PixelsRef {
             width: t.shape[1] as u32,
             height: t.shape[0] as u32,
             channels: t.shape[2] as u32,
-            data: t.bytes().to_vec(),
+            data: t.bytes(),
         };
         let r = resolve(steps, px.width, px.height, px.channels as usize, key, record)?;
         if r.external.is_some() {
             return Err(Error::invalid("only one plugin op per image chain is supported"));
         }
-        let out = render(&r.geo, &px, (0.0, 0.0), (1.0, 1.0))?;
+        let out = render_ref(&r.geo, px, (0.0, 0.0), (1.0, 1.0), true)?;
         let finish = Finish::from_steps(r.tail.iter())?;
         return emit(&finish, &out, r.geo.hflip, r.geo.vflip, dest);
     }
@@ -539,18 +539,19 @@ fn finish_tensor(
         let mut out: Option<(Vec<usize>, usize, AlignedBuf)> = None;
         let mut chw_frame = Vec::new();
         for i in 0..frames {
-            let px = Pixels {
+            // Each frame is resampled where it lies in the clip.
+            let px = PixelsRef {
                 width: w as u32,
                 height: h as u32,
                 channels: c as u32,
-                data: src[i * frame_bytes..(i + 1) * frame_bytes].to_vec(),
+                data: &src[i * frame_bytes..(i + 1) * frame_bytes],
             };
-            let frame = render(&r.geo, &px, (0.0, 0.0), (1.0, 1.0))?;
+            let frame = render_ref(&r.geo, px, (0.0, 0.0), (1.0, 1.0), true)?;
             let (_, n, buf) = out.get_or_insert_with(|| {
                 let n = finish.nbytes(frame.width, frame.height, frame.channels);
                 let mut shape = finish.shape(frame.width, frame.height, frame.channels);
                 shape.insert(usize::from(finish.cthw), frames);
-                (shape, n, AlignedBuf::new(n * frames, false))
+                (shape, n, crate::base::tensor::pooled(n * frames))
             });
             if finish.cthw {
                 // Frame i's channel plane ch goes to [ch, i]: planes of n / C bytes.
@@ -566,6 +567,7 @@ fn finish_tensor(
                 // SAFETY: a fresh buffer owned here; frame i writes its own n bytes.
                 finish.write(&frame, r.geo.hflip, r.geo.vflip, unsafe { buf.slice_mut(i * *n, *n) })?;
             }
+            image::recycle(frame.data);
         }
         let Some((shape, _, buf)) = out else {
             return Err(Error::invalid("an empty clip (0 frames) meets image ops"));

@@ -12,7 +12,7 @@
 //! `center_crop` rounds half to even and pads centered, `random_resized_crop`
 //! draws up to ten (area, log-ratio) pairs before falling back to a center crop.
 
-use super::Pixels;
+use super::{Pixels, PixelsRef};
 use crate::base::error::{Error, Result};
 use crate::base::rng::Stream;
 use crate::plan::ops::Dim;
@@ -272,6 +272,11 @@ pub fn render(geo: &Geo, src: &Pixels, origin: (f64, f64), scale: (f64, f64)) ->
 /// [`render`]; `alpha` false treats a 4th channel as padding (no alpha
 /// premultiplication around the resample).
 pub fn render_with(geo: &Geo, src: &Pixels, origin: (f64, f64), scale: (f64, f64), alpha: bool) -> Result<Pixels> {
+    render_ref(geo, src.view(), origin, scale, alpha)
+}
+
+/// [`render_with`] from borrowed pixels.
+pub fn render_ref(geo: &Geo, src: PixelsRef<'_>, origin: (f64, f64), scale: (f64, f64), alpha: bool) -> Result<Pixels> {
     let c = src.channels;
     let (w, h) = (geo.w, geo.h);
     let (x0, y0, x1, y1) = geo.valid_px();
@@ -313,7 +318,7 @@ pub fn render_with(geo: &Geo, src: &Pixels, origin: (f64, f64), scale: (f64, f64
         return Ok(Pixels { width: w, height: h, channels: c, data: out });
     }
     let pt = pixel_type(c)?;
-    let src_img = fir::images::ImageRef::new(src.width, src.height, &src.data, pt)
+    let src_img = fir::images::ImageRef::new(src.width, src.height, src.data, pt)
         .map_err(|e| Error::invalid(format!("resample source: {e}")))?;
     let full = x0 == 0 && y0 == 0 && dw == w && dh == h;
     let opts = fir::ResizeOptions::new().resize_alg(algorithm(geo.interp, geo.antialias)).use_alpha(alpha).crop(

@@ -28,6 +28,26 @@ impl Pixels {
     pub fn row_bytes(&self) -> usize {
         self.width as usize * self.channels as usize
     }
+
+    pub fn view(&self) -> PixelsRef<'_> {
+        PixelsRef { width: self.width, height: self.height, channels: self.channels, data: &self.data }
+    }
+}
+
+/// Borrowed [`Pixels`]: a frame inside a clip tensor is resampled where it
+/// lies, not copied out first (a 720p clip is 44 MB).
+#[derive(Debug, Clone, Copy)]
+pub struct PixelsRef<'a> {
+    pub width: u32,
+    pub height: u32,
+    pub channels: u32,
+    pub data: &'a [u8],
+}
+
+impl PixelsRef<'_> {
+    pub fn row_bytes(&self) -> usize {
+        self.width as usize * self.channels as usize
+    }
 }
 
 pub fn jpeg_mode(mode: ImageMode) -> jpeg::Mode {
