@@ -20,8 +20,10 @@ top: every clip any tool returns is read back and checked frame by frame
 mp3 files (44.1 kHz stereo, a tone per channel under noise).
 
 Workloads (each tool in its own child process, with the 2 cores of this
-machine or whatever ``os.sched_getaffinity`` gives; library imports and a
-warm-up batch untimed):
+machine or whatever ``os.sched_getaffinity`` gives; library imports and
+warm-up clips untimed: three batches, so that every tool is in its steady
+state when the clock starts: DataLoader workers started and prefetching,
+dataio's buffer pool holding its batches):
 
 * **clips** — random 16-frame clips, stride 2 (a 31-frame span), full-size
   RGB uint8 ``[16, H, W, 3]``, batches of 4; ``--clips`` at 720p, as many
@@ -39,7 +41,7 @@ warm-up batch untimed):
   exact mode scans the whole file at every open); ``torchcodec-approx``
   (``seek_mode="approximate"``: no scan, frame positions from the header's
   frame rate); ``decord`` (``VideoReader(num_threads=1).get_batch(indices)``).
-* **resize** (720p only) — the same clips resized to 224x224:
+* **resize** (each resolution) — the same clips resized to 224x224:
   dataio ``.resize(h=224, w=224)`` on the clip; PyAV ``frame.reformat(224,
   224, "rgb24", BILINEAR)`` (swscale); torchcodec exact then
   ``torch.nn.functional.interpolate(bilinear, antialias=True)`` on the
@@ -102,6 +104,8 @@ SPAN = (NUM_FRAMES - 1) * STRIDE + 1
 BLOCK = 96  # frame-number blocks, pixels
 BITS = 12
 BATCH = 4
+# Untimed clips before each clips cell: prefetch (2) + 1 batches.
+WARM_CLIPS = 3 * BATCH
 AUDIO_BATCH = 32
 AUDIO_RATE = 16000
 RESIZE = 224
@@ -392,7 +396,7 @@ def cell_dataio_clips(spec: dict[str, Any]) -> dict[str, Any]:
     if spec["resize"]:
         slot = slot.resize(h=spec["resize"], w=spec["resize"])
     pipe = dataio.pipeline(slot, dataio.batch(BATCH, prefetch=2))
-    warm = [{"mp4": f} for f in files]
+    warm = [{"mp4": files[i % len(files)]} for i in range(WARM_CLIPS)]
     with pipe.bind(warm).run("torch", seed=spec["seed"] + 1000) as loader:
         for _ in loader:
             pass
@@ -462,7 +466,7 @@ def cell_peer_clips(spec: dict[str, Any]) -> dict[str, Any]:
     tool = spec["tool"]
     files = spec["files"]
     work = [(files[f], s) for f, s in spec["work"]]
-    warm = [(f, 0) for f in files]
+    warm = [(files[i % len(files)], 0) for i in range(WARM_CLIPS)]
     ds = ClipDataset(tool, warm + work, spec["resize"] or None)
     dl, sampler = dataloader(ds, spec["workers"], BATCH)
     sampler.indices = list(range(len(warm)))
@@ -791,8 +795,8 @@ def main() -> None:
 
         # video workloads
         workloads: list[tuple[str, int, int]] = [("clips", r, 0) for r in resolutions]
-        if not args.no_resize and 720 in resolutions:
-            workloads.append(("resize", 720, RESIZE))
+        if not args.no_resize:
+            workloads += [("resize", r, RESIZE) for r in resolutions]
         for kind, res, resize in workloads:
             w, h = RESOLUTIONS[res]
             files = videos[res]
