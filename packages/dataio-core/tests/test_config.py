@@ -6,6 +6,7 @@ import pytest
 
 import dataio
 from dataio import config
+from dataio.errors import InvalidArgumentError
 
 
 def test_credentials_never_show_secrets() -> None:
@@ -37,3 +38,28 @@ def test_endpoints_are_validated() -> None:
     with pytest.raises(ValueError, match="credentials"):
         dataio.configure_endpoint("r2", "https://user:pass@host")
     config.reset("r2")
+
+
+@pytest.mark.parametrize("scheme", ["bogus", "http", "https", "file", "HTTP://"])
+def test_an_endpoint_for_a_scheme_that_takes_none_is_refused(scheme: str) -> None:
+    with pytest.raises(InvalidArgumentError) as info:
+        dataio.configure_endpoint(scheme, "http://127.0.0.1:9")
+    text = str(info.value)
+    name = scheme.lower().removesuffix("://")
+    assert f"configure_endpoint({name!r}, ...): {name}:// " in text and "takes no endpoint" in text, text
+    listed = text.split("the schemes that take one: ")[1].split(", ")
+    assert {"s3", "r2", "gs", "az", "hf"} <= set(listed) and name not in listed, text
+    assert ("local files" in text) == (name == "file"), text
+    assert config.get_endpoint(name) is None
+
+
+def test_every_scheme_of_a_shipped_backend_takes_an_endpoint() -> None:
+    # Known without their plugins: configuring before the plugin is installed or loaded is fine.
+    from dataio._plugins import SHIPPED_SCHEMES
+
+    for scheme in SHIPPED_SCHEMES:
+        try:
+            assert dataio.configure_endpoint(f"{scheme}://", "https://mirror.example/") == "https://mirror.example"
+            assert config.get_endpoint(scheme) == "https://mirror.example"
+        finally:
+            config.reset(scheme)

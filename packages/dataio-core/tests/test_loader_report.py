@@ -6,6 +6,7 @@ import time
 
 import numpy as np
 import pytest
+from _imaging import npy_bytes
 from PIL import Image
 
 import dataio
@@ -60,6 +61,23 @@ def test_each_verdict() -> None:
     assert verdict(snap(1.0, records_done=100, batches_delivered=5, consumer_wait_seconds=0.9)) == "hand-off"
     # nothing moved
     assert verdict(snap(1.0)) == "idle"
+
+
+def test_the_dct_scaling_hint_is_only_for_plans_that_decode_images(monkeypatch: pytest.MonkeyPatch) -> None:
+    busy = snap(1.0, records_done=100, batches_delivered=5, consumer_wait_seconds=0.9, decode_seconds=3.5)
+    dct = "resize early to use DCT scaling"
+    for ops, hinted in [(None, True), ({"decode_image", "resize"}, True), ({"decode_audio"}, False), ({"decode_npy", "cast"}, False)]:
+        r = describe_stats(busy, cpu_threads=4, ops=ops)
+        assert r.waiting_on == "decode" and "more cores (DATAIO_CPU_THREADS)" in r.hints[0]
+        assert (dct in r.hints[0]) == hinted, (ops, r.hints)
+    # loader.report() names the plan's ops: an audio-like plan (no decode_image) gets no DCT hint.
+    seen: dict = {}
+    monkeypatch.setattr(dataio.loader, "describe_stats", lambda after, before=None, **kw: seen.update(kw) or describe_stats(busy, **kw))
+    pipe = dataio.pipeline(dataio.slot("x").decode_npy().cast("float32"), dataio.batch(2))
+    with pipe.bind([{"x": npy_bytes(np.arange(3.0))} for _ in range(4)]).run("numpy") as loader:
+        report = loader.report()
+    assert set(seen["ops"]) == {"decode_npy", "cast"} and report.waiting_on == "decode"
+    assert dct not in " ".join(report.hints), report.hints
 
 
 def test_a_snapshot_of_another_epoch_is_ignored() -> None:

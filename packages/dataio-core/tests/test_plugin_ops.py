@@ -24,7 +24,7 @@ import dataio
 from dataio import transforms as T
 from dataio._ops import BUILTIN_OPS
 from dataio._plugins import host
-from dataio.errors import InvalidArgumentError, PlanError, RowError
+from dataio.errors import InvalidArgumentError, PlanError, PluginError, RowError
 from dataio.plugins import list_ops
 
 
@@ -131,8 +131,11 @@ def test_an_error_inside_a_plugin_op_names_the_op_record_slot_and_uri(plugin_ops
     assert e.key == "im0" and e.slot == "image" and e.uri == images[0]["image"], str(e)
     assert f"op {op}" in str(e), str(e)
     assert "RuntimeError" in str(e) and "the invert op refuses" in str(e) if op == "invert" else "the flaky op broke" in str(e)
-    with dataio.pipeline(chain, dataio.batch(4)).bind(images).run("numpy", on_failure="skip") as loader:
-        errors = [err for b in loader for err in b.errors]
+    # Every row fails: no batch is delivered, the errors reach log_errors.
+    errors: list[RowError] = []
+    with pytest.warns(RuntimeWarning, match=f"every row failed.*op {op}"):
+        with dataio.pipeline(chain, dataio.batch(4)).bind(images).run("numpy", on_failure="skip", log_errors=errors.append) as loader:
+            assert list(loader) == []
     assert [err.op for err in errors] == [op] * len(images)
 
 
@@ -174,6 +177,56 @@ def test_a_plugin_op_missing_a_required_parameter_is_refused(plugin_ops: None) -
         assert base().scale(factor=2).ops[-1].params == {"factor": 2}
     finally:
         host._ops.pop("scale", None)
+
+
+class Amount:
+    """An object a plugin op accepts as a parameter (its repr is long, as a tokenizer's is)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __repr__(self) -> str:
+        return f"Amount({self.n}, table={list(range(2000))})"
+
+
+def test_prepare_turns_a_python_object_into_the_parameters_the_op_takes(plugin_ops: None, images: list[dict[str, Any]]) -> None:
+    calls: list[dict[str, Any]] = []
+
+    def prepare(params: dict[str, Any]) -> dict[str, Any]:
+        calls.append(dict(params))
+        if isinstance(params.get("amount"), Amount):
+            params["amount"] = params["amount"].n
+        if params.get("amount") == 13:
+            raise PlanError("amount 13 is refused by the plugin")
+        if params.get("amount") == 14:
+            raise KeyError("a plugin bug")
+        return params
+
+    host._op_registrar("invertplug")("invert_obj", invert, kind="transform", params={"amount": int}, prepare=prepare)
+    try:
+        for slot in (base().invert_obj(amount=Amount(200)), base().apply("invert_obj", amount=Amount(200)),
+                     base().apply(T.op("invert_obj", amount=Amount(200)))):
+            assert slot.ops[-1].params == {"amount": 200}
+            pipe = dataio.pipeline(slot, dataio.batch(2))
+            assert pickle.loads(pickle.dumps(pipe)).slots[0].ops[-1].params == {"amount": 200}  # plain JSON: it pickles
+        assert isinstance(calls[0]["amount"], Amount)  # prepare sees the parameters as written
+        np.testing.assert_array_equal(batches(pipe, images[:2]), batches(dataio.pipeline(base().invert(amount=200), dataio.batch(2)), images[:2]))
+        with pytest.raises(PlanError, match='slot "image", amount 13 is refused by the plugin'):
+            base().invert_obj(amount=13)
+        with pytest.raises(PlanError, match="op invert_obj: preparing its parameters failed: KeyError: 'a plugin bug'"):
+            base().invert_obj(amount=14)
+    finally:
+        host._ops.pop("invert_obj", None)
+    with pytest.raises(PluginError, match="prepare= is a callable"):
+        host._op_registrar("invertplug")("invert_bad", invert, kind="transform", prepare="not callable")
+
+
+def test_a_wrong_object_is_named_in_a_short_error(plugin_ops: None) -> None:
+    with pytest.raises(PlanError) as info:
+        base().invert(amount=Amount(3))
+    text = str(info.value)
+    assert text.startswith('slot "image", op invert: amount must be int, got Amount Amount(3, table=[0, 1, 2'), text
+    assert len(text) < 300 and "characters)" in text, text
 
 
 # -- 6. the unknown-op error --------------------------------------------------------------

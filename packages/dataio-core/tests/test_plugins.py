@@ -8,6 +8,7 @@ import json
 import os
 import pickle
 import textwrap
+import tomllib
 import uuid
 from pathlib import Path
 
@@ -359,6 +360,78 @@ def test_dataio_rdma_without_its_plugin_says_what_to_install(tmp_path: Path, bro
     assert ("brokenrdma (RuntimeError: half installed)" in r.stdout) is broken
 
 
+# -- install hints: every package of packages/, its extra, its schemes and ops ---------------
+
+
+def own_packages() -> dict[str, dict]:
+    """The pyproject.toml of each package under packages/, by distribution name."""
+    tomls = Path(__file__).resolve().parents[2].glob("dataio-*/pyproject.toml")
+    return {meta["project"]["name"]: meta for meta in (tomllib.loads(p.read_text()) for p in tomls)}
+
+
+def test_every_plugin_package_has_an_extra_in_all_and_an_install_hint() -> None:
+    packages = own_packages()
+    extras = packages.pop("dataio")["project"]["optional-dependencies"]
+    by_extra = {extra: req.split("==")[0] for extra, reqs in extras.items() for req in reqs if req.startswith("dataio-")}
+    assert sorted(by_extra.values()) == sorted(packages), "every plugin package under packages/ has one extra"
+    in_all = set(extras["all"][0].split("[")[1].rstrip("]").split(","))
+    assert set(by_extra) <= in_all and in_all <= set(extras), in_all
+    for extra, dist in by_extra.items():
+        hint = install_hint(dist)
+        assert f"`pip install --find-links wheelhouse/ {dist}`" in hint, hint
+        assert install_hint(extra) == hint, extra  # the installed core's metadata declares the same extras
+
+
+def test_the_scheme_and_op_tables_are_what_the_packages_register() -> None:
+    from dataio._plugins import SHIPPED_SCHEMES
+    from dataio.plugins import list_ops, list_plugins
+    from dataio.transforms import PLUGIN_PACKAGE_OPS
+
+    ours = set(own_packages()) - {"dataio"}
+    dist_of = {p.name: p.package for p in list_plugins() if p.status == "loaded"}
+    installed = ours & set(dist_of.values())
+    schemes = {s: dist_of[reg.plugin] for s, reg in list_backends().items() if dist_of.get(reg.plugin) in ours}
+    ops = {name: dist_of[spec.plugin] for name, spec in list_ops().items() if dist_of.get(spec.plugin) in ours}
+    assert schemes == {s: d for s, d in SHIPPED_SCHEMES.items() if d in installed}
+    assert ops == {o: d for o, d in PLUGIN_PACKAGE_OPS.items() if d in installed}
+    assert set(SHIPPED_SCHEMES.values()) | set(PLUGIN_PACKAGE_OPS.values()) <= ours
+    for name, dist in [*SHIPPED_SCHEMES.items(), *PLUGIN_PACKAGE_OPS.items()]:
+        assert install_hint(name) == install_hint(dist), name
+    assert install_hint("gs://") == install_hint("dataio-gcs") and install_hint("dataio_s3") == install_hint("dataio-s3")
+
+
+def test_the_engine_hints_the_same_package_for_each_scheme() -> None:
+    """With no plugin loaded, the engine's "unsupported scheme" error for
+    each shipped scheme names the package install_hint names."""
+    from dataio._plugins import SHIPPED_SCHEMES
+
+    code = (
+        "import json, dataio\nout = {}\n"
+        f"for s in {[*SHIPPED_SCHEMES, 'http', 'bogus']!r}:\n"
+        "    try:\n        dataio.read(s + '://bucket/key')\n"
+        "    except dataio.errors.UnsupportedSchemeError as e:\n        out[s] = str(e)\n"
+        "print(json.dumps(out))\n"
+    )
+    r = run_python(code, env={"DATAIO_DISABLE_PLUGINS": "all"})
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    for scheme in SHIPPED_SCHEMES:
+        assert install_hint(scheme) in out[scheme], (scheme, out[scheme])
+    assert "pip install" not in out["http"] and "pip install" not in out["bogus"]
+
+
+@pytest.mark.parametrize("name", ["http", "https", "https://", "bogus", "dataio-nope", "decode_jpeg2"])
+def test_install_hint_names_no_package_that_does_not_exist(name: str) -> None:
+    with pytest.raises(InvalidArgumentError) as info:
+        install_hint(name)
+    text = str(info.value)
+    assert text.startswith(f"install_hint({name!r}): there is nothing to install: "), text
+    assert "pip install" not in text and "dataio-s3" in text and "s3:// (dataio-s3)" in text, text
+    key = name.removesuffix("://")
+    if key in ("http", "https"):
+        assert f"no plugin serves {key}:// URIs yet" in text, text
+
+
 def test_trace_plugins_prints_every_hook_call(tmp_path: Path) -> None:
     # With the tiny plugin, every hook has an implementation to call.
     r = run_python(
@@ -393,6 +466,7 @@ def test_without_trace_plugins_nothing_is_printed() -> None:
 
 
 def test_scheme_settings_keep_secrets_out_of_reprs_and_pickles() -> None:
+    register_backend("kitscheme", object())  # an endpoint is for a scheme some plugin serves
     dataio.configure_credentials("kitscheme", access_key_id="AKIAKIT", secret_access_key="kit-secret-value")
     dataio.configure_endpoint("kitscheme", "http://127.0.0.1:9")
     try:

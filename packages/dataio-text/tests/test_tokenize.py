@@ -209,3 +209,44 @@ def test_jsonl_shards_tokenized(tmp_path: Path) -> None:
                 assert row[:n].tolist() == ref.encode(texts[shard + 3 * line]).ids
                 seen += 1
     assert seen == len(texts)
+
+
+def test_a_tokenizer_object_is_taken_as_its_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import pickle
+
+    monkeypatch.setenv("DATAIO_CACHE_DIR", str(tmp_path / "cache"))
+    path = train("bpe", tmp_path / "tok.json")
+    tok = Tokenizer.from_file(str(path))
+    texts = corpus(40, 11)
+    recs = [{"key": f"t{i:03d}", "text": t} for i, t in enumerate(texts)]
+    pipe = dataio.pipeline(dataio.slot("text", stack="never").tokenize(tokenizer=tok, max_length=24), dataio.batch(8))
+    # The plan holds a path in the private cache, named by the tokenizer's content: plain JSON, it pickles.
+    written = Path(pipe.slots[0].ops[0].params["tokenizer"])
+    assert written.parent == tmp_path / "cache" / "tokenizers" and written.read_text() == tok.to_str()
+    assert (written.parent.stat().st_mode & 0o777) == 0o700
+    assert pickle.loads(pickle.dumps(pipe)).slots[0].ops[0].params["tokenizer"] == str(written)
+    assert dataio.transforms.op("tokenize", tokenizer=tok).params["tokenizer"] == str(written)  # same content, same file
+    tok.enable_truncation(24)
+    got = rows(pickle.loads(pickle.dumps(pipe)), recs)
+    assert all(got[f"t{i:03d}"].tolist() == tok.encode(t).ids for i, t in enumerate(texts))
+    # A path object is its string; an object that is not a tokenizer gets a short error.
+    assert dataio.slot("text").tokenize(tokenizer=path).ops[0].params["tokenizer"] == str(path)
+    with pytest.raises(dataio.errors.PlanError, match="tokenizer must be str, got list") as info:
+        dataio.slot("text").tokenize(tokenizer=[tok])
+    assert len(str(info.value)) < 400, str(info.value)
+
+
+@pytest.mark.parametrize(("name", "suggested"), [("gpt2", "hf://openai-community/gpt2/tokenizer.json"),
+                                                 ("openai-community/gpt2", "hf://openai-community/gpt2/tokenizer.json"),
+                                                 ("bert-base-uncased", "hf://<org>/<model>/tokenizer.json")])
+def test_a_model_name_is_refused_pointing_at_its_hf_uri(name: str, suggested: str, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # no file of that name here
+    with pytest.raises(dataio.errors.PlanError) as info:
+        dataio.slot("text").tokenize(tokenizer=name)
+    text = str(info.value)
+    assert f"op tokenize: tokenizer file {name!r} not found" in text and suggested in text, text
+    # A file of that name is a tokenizer file.
+    train("wordpiece", tmp_path / name.replace("/", "_"))
+    if "/" not in name:
+        assert dataio.slot("text").tokenize(tokenizer=name).ops[0].params["tokenizer"] == name

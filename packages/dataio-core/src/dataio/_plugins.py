@@ -47,6 +47,20 @@ V = TypeVar("V")
 #: The hooks of :mod:`dataio.hookspecs`, by name.
 HOOK_NAMES: tuple[str, ...] = tuple(n for n in hookspecs.__all__ if n.startswith("dataio_register_"))
 
+#: The URI schemes that the backend plugins shipped with dataio register,
+#: with the distribution of each: what a scheme is known by before its
+#: plugin is installed or loaded (``install_hint("gs")``, and
+#: ``configure_endpoint``, which takes a scheme a plugin serves or one of
+#: these). Every one is an object store that takes an endpoint. Tests hold
+#: it to what the installed packages register and to the engine's hints.
+SHIPPED_SCHEMES: dict[str, str] = {
+    "s3": "dataio-s3",
+    "r2": "dataio-s3",
+    "gs": "dataio-gcs",
+    "az": "dataio-azure",
+    "hf": "dataio-hf",
+}
+
 
 #: What a :class:`PluginProblem` is about.
 PROBLEM_KINDS: tuple[str, ...] = (
@@ -152,6 +166,9 @@ class OpSpec:
     companions: Callable[[str, dict[str, Any]], tuple[dict[str, Any], list[tuple[str, str, dict[str, Any]]]]] | None = (
         dataclasses.field(default=None, compare=False, repr=False)
     )
+    #: ``prepare(params) -> params``: the parameters as written to those the
+    #: op takes (a Python object to its JSON form), before they are checked.
+    prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = dataclasses.field(default=None, compare=False, repr=False)
 
     @property
     def native(self) -> bool:
@@ -478,6 +495,7 @@ class PluginHost:
             params: Mapping[str, Any] | None = None,
             description: str = "",
             companions: Callable[..., Any] | None = None,
+            prepare: Callable[..., Any] | None = None,
         ) -> None:
             if kind not in ("decode", "transform"):
                 raise PluginError(f"plugin {plugin!r}: op {name!r} has kind {kind!r}; use 'decode' or 'transform'")
@@ -501,7 +519,9 @@ class PluginHost:
                         )
             if companions is not None and (kind != "decode" or not callable(companions)):
                 raise PluginError(f"plugin {plugin!r}: op {name!r}: companions= is a callable, for a decoder")
-            spec = OpSpec(name, plugin, kind, dict(params or {}), fn, description, capsule, companions)
+            if prepare is not None and not callable(prepare):
+                raise PluginError(f"plugin {plugin!r}: op {name!r}: prepare= is a callable taking and returning the parameters")
+            spec = OpSpec(name, plugin, kind, dict(params or {}), fn, description, capsule, companions, prepare)
             self._claim(self._ops, "op", name, spec)
             if capsule is not None and not self._collecting:
                 self._adopt_native(spec)
@@ -566,6 +586,14 @@ class PluginHost:
     def backends(self) -> dict[str, BackendRegistration]:
         self.manager()
         return dict(self._backends)
+
+    def endpoint_schemes(self) -> list[str]:
+        """The schemes an endpoint can be configured for: those of the
+        backend plugins shipped with dataio (installed or not) and those any
+        other plugin registers; not the core's own (``file``)."""
+        served = {s for s, reg in self.backends().items() if reg.plugin != BUILTIN}
+        claimed = {key for what, key in self._conflicts if what == "scheme"}
+        return sorted({*SHIPPED_SCHEMES, *served, *claimed})
 
     def ops(self) -> dict[str, OpSpec]:
         self.manager()

@@ -20,7 +20,7 @@ snapshot) or ``dataio.loader.describe_stats(after, before)``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -132,6 +132,7 @@ def describe_stats(
     concurrency: int | None = None,
     prefetch: int | None = None,
     cpu_threads: int | None = None,
+    ops: Collection[str] | None = None,
 ) -> StatsReport:
     """Per-stage rates between two ``loader.stats()`` snapshots (``before``
     omitted: since the epoch started) and where the pipeline is waiting.
@@ -158,6 +159,11 @@ def describe_stats(
 
     A snapshot from another epoch than ``after`` (the counters restart each
     epoch) is ignored: the report then covers ``after``'s epoch from its start.
+
+    ``ops`` names the ops of the plan (``loader.report()`` passes them): a
+    hint about one kind of decode is given only when the plan has it
+    (resizing early pays through DCT scaling only under ``decode_image``).
+    ``None`` (not known) gives every hint.
     """
     if before is not None and _num(before, "elapsed_seconds") > _num(after, "elapsed_seconds"):
         before = None  # another epoch: its counters were reset
@@ -237,7 +243,8 @@ def describe_stats(
                 f"{lead}; the CPU pool was {busy['cpu_pool']:.0%} busy reading, decoding and transforming "
                 f"({per_record_ms['decode']:.2f} ms decode + {per_record_ms['fetch']:.2f} ms read per record)"
             )
-            hints.append("more cores (DATAIO_CPU_THREADS), smaller decodes (resize early to use DCT scaling), or fewer ops")
+            smaller = ", smaller decodes (resize early to use DCT scaling)" if ops is None or "decode_image" in ops else ""
+            hints.append(f"more cores (DATAIO_CPU_THREADS){smaller}, or fewer ops")
         elif stage == "fetch":
             verdict = (
                 f"{lead}; reads took {per_record_ms['fetch']:.1f} ms per record against {per_record_ms['decode']:.2f} ms of decode, "

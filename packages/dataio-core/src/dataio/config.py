@@ -112,9 +112,35 @@ def configure_credentials(scheme: str, method: str | None = None, **values: Any)
     return creds
 
 
+def _check_endpoint_scheme(scheme: str) -> None:
+    """Refuses a scheme no backend plugin serves: an endpoint set for it
+    would be read by nothing (a typo, or ``http`` and ``https``, which no
+    plugin serves yet)."""
+    from ._plugins import BUILTIN, SHIPPED_SCHEMES, host
+
+    if scheme in SHIPPED_SCHEMES:
+        return  # known without loading plugins
+    takes = host.endpoint_schemes()  # loads plugins: a third-party backend's scheme
+    if scheme in takes:
+        return
+    reg = host.backends().get(scheme)
+    why = "is served by dataio itself (local files)" if reg is not None and reg.plugin == BUILTIN else "is served by no installed plugin"
+    raise InvalidArgumentError(
+        f"configure_endpoint({scheme!r}, ...): {scheme}:// {why}, so it takes no endpoint; "
+        f"the schemes that take one: {', '.join(takes)}"
+    )
+
+
 def configure_endpoint(scheme: str, url: str) -> str:
-    """Send ``scheme://`` requests to ``url`` (an S3-compatible store, a mirror, an emulator)."""
+    """Send ``scheme://`` requests to ``url`` (an S3-compatible store, a mirror, an emulator).
+
+    ``scheme`` is one a backend plugin serves: ``s3``, ``r2``, ``gs``,
+    ``az``, ``hf`` (whether or not their plugin is installed yet) or the
+    scheme of an installed third-party backend. Any other (``file``, a
+    typo, ``http``, which no plugin serves) is an :class:`InvalidArgumentError`
+    naming the schemes that take an endpoint."""
     scheme = _norm_scheme(scheme)
+    _check_endpoint_scheme(scheme)
     parsed = urllib.parse.urlparse(url)
     if parsed.scheme not in ("http", "https") or not parsed.netloc:
         raise InvalidArgumentError(f"endpoint for {scheme}:// must be an http(s) URL with a host, got {url!r}")

@@ -130,6 +130,7 @@ class OpRegistrar(Protocol):
         description: str = "",
         companions: Callable[[str, dict[str, Any]], tuple[dict[str, Any], list[tuple[str, str, dict[str, Any]]]]]
         | None = None,
+        prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
     ) -> None:
         """Declare a pipeline op named ``name``.
 
@@ -143,7 +144,13 @@ class OpRegistrar(Protocol):
         pipeline is built with the slot's name and the decoder's parameters,
         and returns the decoder's parameters to use and the slots to add
         beside it, as ``(name, op, params)`` reading the same field
-        (``decode_video(audio=True)`` adds ``<slot>_audio``).
+        (``decode_video(audio=True)`` adds ``<slot>_audio``). ``prepare`` is
+        called with the op's parameters where the pipeline is written, before
+        they are checked, and returns them as the op takes them: the place to
+        turn a Python object the op accepts into its JSON form (dataio-text
+        writes a ``tokenizers.Tokenizer`` to a file and passes its path). It
+        may raise :class:`dataio.errors.PlanError`; it must accept what it
+        returned (the parameters may be prepared again).
         """
 
 

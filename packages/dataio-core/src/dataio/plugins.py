@@ -21,9 +21,20 @@ from types import ModuleType
 from typing import Any
 
 from . import _native
-from ._plugins import BackendRegistration, OpSpec, PluginInfo, PluginProblem, PluginWarning, Registration, host
+from ._plugins import (
+    SHIPPED_SCHEMES,
+    BackendRegistration,
+    OpSpec,
+    PluginInfo,
+    PluginProblem,
+    PluginWarning,
+    Registration,
+    host,
+)
 from .config import SchemeSettings, get_settings
+from .errors import InvalidArgumentError
 from .hookspecs import BackendRegistrar, CapabilityRegistrar, hookimpl
+from .transforms import PLUGIN_PACKAGE_OPS
 
 __all__ = [
     "PluginInfo",
@@ -123,11 +134,59 @@ def plugin_manager():  # -> pluggy.PluginManager
 #: registry (its ``dataio`` is an unrelated project): their wheels come from a
 #: wheelhouse built in a clone. The Rust engine's hint for a scheme whose
 #: plugin is missing (``install_hint`` in crates/dataio-engine) uses the same words.
-def install_hint(dist: str) -> str:
-    """How to install ``dist``, one of dataio's own distributions (``"dataio-rdma"``):
-    the words after "install it with" in an error saying that it is missing. The
-    engine holds the text (its own "unsupported scheme" errors say the same)."""
-    return _native.install_hint(dist)
+def install_hint(name: str) -> str:
+    """How to install what provides ``name``: one of dataio's own
+    distributions (``"dataio-rdma"``), an extra of ``dataio`` (``"gcs"``),
+    a URI scheme their plugins serve (``"gs"`` or ``"gs://"``) or an op
+    they register (``"tokenize"``). Returns the words after "install it
+    with" in an error saying that it is missing; the engine holds the text
+    (its own "unsupported scheme" errors say the same). A name no package of
+    dataio provides (``"http"``: no plugin serves http:// or https:// yet)
+    is an :class:`~dataio.errors.InvalidArgumentError` saying so, never a
+    command naming a package that does not exist."""
+    return _native.install_hint(_own_package(name))
+
+
+def _own_package(name: str) -> str:
+    """The distribution of dataio that provides ``name`` (see :func:`install_hint`)."""
+    if not isinstance(name, str):
+        raise InvalidArgumentError(f"install_hint takes a name (a package, extra, scheme or op), got {type(name).__name__}")
+    extras = _own_extras()
+    dists = {"dataio", *extras.values(), *SHIPPED_SCHEMES.values(), *PLUGIN_PACKAGE_OPS.values()}
+    key = name.strip().lower().removesuffix("://")
+    if key.replace("_", "-") in dists:
+        return key.replace("_", "-")
+    for table in (extras, SHIPPED_SCHEMES, PLUGIN_PACKAGE_OPS):
+        if key in table:
+            return table[key]
+    if not extras and key.startswith("dataio-"):
+        return key  # no metadata to check it against (the core installed without it)
+    why = f"no plugin serves {key}:// URIs yet" if key in ("http", "https") else "no package of dataio provides it"
+    raise InvalidArgumentError(
+        f"install_hint({name!r}): there is nothing to install: {why}. dataio's packages: {', '.join(sorted(dists))}; "
+        f"the URI schemes they serve: {', '.join(f'{s}:// ({d})' for s, d in SHIPPED_SCHEMES.items())}"
+    )
+
+
+@functools.cache
+def _own_extras() -> dict[str, str]:
+    """dataio's own distributions by the extra of ``dataio`` that installs
+    each (``{"s3": "dataio-s3", ...}``), from the installed core's metadata:
+    the ``optional-dependencies`` of its pyproject.toml. Empty when the
+    metadata cannot be read."""
+    import importlib.metadata
+    import re
+
+    try:
+        requires = importlib.metadata.requires("dataio") or []
+    except importlib.metadata.PackageNotFoundError:
+        return {}
+    extras = {}
+    for req in requires:
+        m = re.match(r"\s*(dataio-[A-Za-z0-9_.-]+?)\s*(?:[=<>!~;\[ ]|$).*?extra\s*==\s*['\"]([^'\"]+)['\"]", req)
+        if m:
+            extras[m.group(2)] = m.group(1).lower().replace("_", "-")
+    return extras
 
 
 #: The tuning keys the shared object-store backend (``crates/dataio-objstore``,

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from . import _ops_generated
 from ._ops import BUILTIN_OPS, Param
 from ._ops_generated import *  # noqa: F403 - the factories generated from the op table
-from .errors import PlanError
+from .errors import DataioError, PlanError
 
 if TYPE_CHECKING:
     from ._plugins import OpSpec
@@ -262,8 +262,11 @@ def check_plugin_params(spec: OpSpec, params: Mapping[str, Any]) -> dict[str, An
     function's keyword parameters), types against its ``params``, required
     ones against its function's signature; values must travel as JSON and
     cannot be per-record. A :class:`PlanError` (an ``InvalidArgumentError``)
-    names the op and the parameter."""
+    names the op and the parameter. The op's ``prepare`` (if it registered
+    one) first turns the parameters as written into those it takes."""
     name = spec.name
+    if spec.prepare is not None:
+        params = _prepared(spec, params)
     declared = spec.params
     sig = _signature(spec.fn)
     allowed: set[str] | None = None
@@ -287,7 +290,7 @@ def check_plugin_params(spec: OpSpec, params: Mapping[str, Any]) -> dict[str, An
                 raise PlanError(f"op {name}: {key} must be {_names(types_)}, got a bool")
             number = float in types_ and isinstance(value, int) and not isinstance(value, bool)
             if not number and not isinstance(value, types_):
-                raise PlanError(f"op {name}: {key} must be {_names(types_)}, got {type(value).__name__} {value!r}")
+                raise PlanError(f"op {name}: {key} must be {_names(types_)}, got {type(value).__name__} {_short_repr(value)}")
         if not _jsonable_value(value):
             raise PlanError(
                 f"op {name}: {key} must be a number, string, bool or None, or a list or dict of them "
@@ -298,6 +301,28 @@ def check_plugin_params(spec: OpSpec, params: Mapping[str, Any]) -> dict[str, An
         if missing:
             raise PlanError(f"op {name}: missing required parameter {missing[0]!r}")
     return dict(params)
+
+
+def _prepared(spec: OpSpec, params: Mapping[str, Any]) -> dict[str, Any]:
+    """``params`` through the op's ``prepare``; what it raises, other than a
+    dataio error, becomes a :class:`PlanError` naming the op."""
+    assert spec.prepare is not None
+    try:
+        out = spec.prepare(dict(params))
+    except DataioError:
+        raise
+    except Exception as e:
+        raise PlanError(f"op {spec.name}: preparing its parameters failed: {type(e).__name__}: {str(e)[:300]}") from e
+    if not isinstance(out, Mapping):
+        raise PlanError(f"op {spec.name}: plugin {spec.plugin!r}'s prepare returned {type(out).__name__}, not the parameters")
+    return dict(out)
+
+
+def _short_repr(value: Any, limit: int = 120) -> str:
+    """``repr(value)``, cut to ``limit`` characters: an object's repr can run
+    to kilobytes (a tokenizer's), and an error message must stay readable."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 # The factories that do more than the table says (dataio._ops_gen.HAND_WRITTEN
