@@ -40,6 +40,12 @@ impl DeliveryTracker {
         self.with(|d| d.ahead())
     }
 
+    /// End positions of the batches delivered past the prefix.
+    #[getter]
+    fn ahead_ends(&self) -> Vec<u64> {
+        self.with(|d| d.ahead_ends())
+    }
+
     #[getter]
     fn next_seq(&self) -> u64 {
         self.with(|d| d.next_seq())

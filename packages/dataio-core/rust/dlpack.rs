@@ -267,3 +267,10 @@ impl PyTensor {
 pub fn live_buffers() -> (u64, u64) {
     dataio_engine::base::tensor::live()
 }
+
+/// Frees the engine's pooled buffers and trims the allocator; returns the
+/// pool's bytes freed (`dataio.release_memory`).
+#[pyfunction]
+pub fn release_memory(py: Python<'_>) -> usize {
+    py.detach(dataio_engine::base::tensor::release_memory)
+}

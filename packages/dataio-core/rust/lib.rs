@@ -42,6 +42,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(loader::compile_plan, m)?)?;
     m.add_function(wrap_pyfunction!(loader::op_table, m)?)?;
     m.add_function(wrap_pyfunction!(dlpack::live_buffers, m)?)?;
+    m.add_function(wrap_pyfunction!(dlpack::release_memory, m)?)?;
     m.add_function(wrap_pyfunction!(formats::decode_image, m)?)?;
     m.add_function(wrap_pyfunction!(formats::tfrecord_split, m)?)?;
     m.add_function(wrap_pyfunction!(formats::tfrecord_parse, m)?)?;

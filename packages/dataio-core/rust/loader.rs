@@ -303,6 +303,42 @@ impl ObjectMetas {
 #[pyclass(module = "dataio._native", name = "NativeLoader")]
 pub struct NativeLoader {
     inner: Mutex<Option<Loader>>,
+    /// The process that started it: its threads exist only there.
+    pid: u32,
+}
+
+/// The error of a loader used in a process forked after it started.
+fn forked_error(py: Python<'_>, pid: u32) -> PyErr {
+    to_pyerr(
+        py,
+        dataio_engine::Error::invalid(format!(
+            "this loader was started in process {pid} and used in process {} after fork(): its threads do not exist \
+         here. Create the loader in the process that iterates it (for a DataLoader worker: inside \
+         IterableDataset.__iter__, or in worker_init_fn)",
+            std::process::id()
+        )),
+    )
+}
+
+impl NativeLoader {
+    fn forked(&self) -> bool {
+        self.pid != std::process::id()
+    }
+
+    /// In a forked child the loader's threads are gone: joining them would
+    /// wait forever, so its state is let go without running its drop.
+    fn abandon(&self) {
+        let taken = self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
+        std::mem::forget(taken);
+    }
+}
+
+impl Drop for NativeLoader {
+    fn drop(&mut self) {
+        if self.forked() {
+            self.abandon();
+        }
+    }
 }
 
 #[pymethods]
@@ -311,7 +347,7 @@ impl NativeLoader {
     /// `(seq, end_position, indices, positions, records)` (see
     /// `dataio.executor.run_planned`), executed as they are.
     #[new]
-    #[pyo3(signature = (plan, records, *, sized, planned=false, prepare=None, context=None, ops=None, concurrency=16, completion_order=false, skip_errors=false, seed=None, epoch=0, shard_id=0, shard_of=1, pad=false, start=0, global_offset=0, hosts=1, canonical_hosts=1, partition_offsets=None, prefetch=None, metas=None))]
+    #[pyo3(signature = (plan, records, *, sized, planned=false, prepare=None, context=None, ops=None, concurrency=16, completion_order=false, skip_errors=false, seed=None, epoch=0, shard_id=0, shard_of=1, pad=false, start=0, global_offset=0, hosts=1, canonical_hosts=1, partition_offsets=None, prefetch=None, metas=None, skip_ends=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -337,7 +373,10 @@ impl NativeLoader {
         partition_offsets: Option<Vec<u64>>,
         prefetch: Option<usize>,
         metas: Option<PyRef<'_, ObjectMetas>>,
+        skip_ends: Option<Vec<u64>>,
     ) -> PyResult<Self> {
+        let mut skip_ends = skip_ends.unwrap_or_default();
+        skip_ends.sort_unstable();
         let opts = Options {
             plan: PlanOptions {
                 seed,
@@ -353,6 +392,7 @@ impl NativeLoader {
             skip_errors,
             prefetch,
             metas: metas.map(|m| m.inner.clone()),
+            skip_ends,
         };
         let external = ops.map(|call| Arc::new(PyOps { call }) as Arc<dyn dataio_engine::runtime::slot::ExternalOps>);
         let fields = plan.inner.fields.clone();
@@ -365,11 +405,14 @@ impl NativeLoader {
             let source = record_source(py, records, sized, fields, prepare, context)?;
             py.detach(|| Loader::start(plan, source, opts, external)).map_py(py)?
         };
-        Ok(NativeLoader { inner: Mutex::new(Some(loader)) })
+        Ok(NativeLoader { inner: Mutex::new(Some(loader)), pid: std::process::id() })
     }
 
     /// The next batch, or None at the end of the epoch.
     fn next_batch(&self, py: Python<'_>) -> PyResult<Option<RawBatch>> {
+        if self.forked() {
+            return Err(forked_error(py, self.pid));
+        }
         loop {
             let result = py.detach(|| {
                 let mut guard = self.inner.lock().unwrap();
@@ -388,6 +431,9 @@ impl NativeLoader {
     }
 
     fn close(&self, py: Python<'_>) {
+        if self.forked() {
+            return self.abandon();
+        }
         let taken = self.inner.lock().unwrap().take();
         if let Some(mut l) = taken {
             py.detach(move || l.close());
@@ -402,6 +448,12 @@ impl NativeLoader {
     #[getter]
     fn position(&self) -> u64 {
         self.inner.lock().unwrap().as_ref().map(|l| l.position()).unwrap_or(0)
+    }
+
+    /// End positions of batches delivered past `position` (completion order).
+    #[getter]
+    fn ahead_ends(&self) -> Vec<u64> {
+        self.inner.lock().unwrap().as_ref().map(|l| l.ahead_ends()).unwrap_or_default()
     }
 
     #[getter]

@@ -91,6 +91,15 @@ fn to_value(v: &Bound<'_, PyAny>) -> PyResult<Value> {
     Ok(Value::Str(v.str()?.to_string()))
 }
 
+/// Runs `f` holding the GIL, or fails when the interpreter is shutting down
+/// (a coordinator thread must never wait for a GIL that finalization will
+/// not give back, nor attach after it: pyo3 panics there).
+fn attached<R>(f: impl for<'py> FnOnce(Python<'py>) -> Result<R>) -> Result<R> {
+    Python::try_attach(f).unwrap_or_else(|| {
+        Err(Error::invalid("the Python interpreter is shutting down: the loader stops (close it before exit)"))
+    })
+}
+
 /// Records from a Python sequence (sized) or iterator (one pass).
 pub struct PySource {
     obj: Py<PyAny>,
@@ -260,7 +269,7 @@ impl RecordSource for PySource {
     }
 
     fn get(&mut self, indices: &[u64]) -> Result<Vec<Record>> {
-        Python::attach(|py| {
+        attached(|py| -> Result<_> {
             let obj = self.obj.bind(py);
             // Columnar sources hand over whole columns per chunk: no dict per row.
             if self.prepare.is_none()
@@ -281,7 +290,7 @@ impl RecordSource for PySource {
     }
 
     fn next_chunk(&mut self, max: usize) -> Result<Vec<Record>> {
-        Python::attach(|py| {
+        attached(|py| -> Result<_> {
             if self.iter.is_none() {
                 let it = self.obj.bind(py).try_iter().map_err(|e| from_pyerr(py, e, None))?;
                 self.iter = Some(it.into_any().unbind());
@@ -322,7 +331,7 @@ impl PyPlannedSource {
 
 impl PlannedSource for PyPlannedSource {
     fn next_planned(&mut self) -> Result<Option<PlannedBatch>> {
-        Python::attach(|py| {
+        attached(|py| -> Result<_> {
             let wrap = |e: PyErr| from_pyerr(py, e, None);
             let it = self.iter.bind(py).cast::<pyo3::types::PyIterator>().map_err(|e| Error::invalid(e.to_string()))?;
             let Some(item) = it.clone().next() else { return Ok(None) };
@@ -370,7 +379,7 @@ fn tensor_from_py(py: Python<'_>, r: &Bound<'_, PyAny>) -> PyResult<Tensor> {
 
 impl ExternalOps for PyOps {
     fn decode(&self, name: &str, data: &[u8], params: &Map<String, Json>) -> Result<Tensor> {
-        Python::attach(|py| {
+        attached(|py| -> Result<_> {
             let params = serde_json::to_string(params).unwrap_or_default();
             let r = self
                 .call
@@ -382,7 +391,7 @@ impl ExternalOps for PyOps {
     }
 
     fn transform(&self, name: &str, input: Tensor, params: &Map<String, Json>) -> Result<Tensor> {
-        Python::attach(|py| {
+        attached(|py| -> Result<_> {
             let params = serde_json::to_string(params).unwrap_or_default();
             let payload = (input.dtype.name(), input.shape.clone(), PyBytes::new(py, input.bytes()));
             let r =

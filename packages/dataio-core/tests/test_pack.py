@@ -183,6 +183,25 @@ def test_a_corrupt_document_is_skipped_and_reported() -> None:
         run_all(pipe(32, 2, "concat", window=8), recs)
 
 
+def test_trailing_failed_documents_reach_log_errors() -> None:
+    """Documents that fail after the last packed batch are in no batch's
+    errors: log_errors gets them at the end of the epoch."""
+    recs = make_docs(20, seed=3)
+    recs[16:] = [{"key": f"bad{i}", "ids": b"not an npy file"} for i in range(4)]  # the last block of 16
+    logged: list[RowError] = []
+    batches = run_all(pipe(32, 2, "concat", window=16, drop_last=True), recs, on_failure="skip", log_errors=logged.append)
+    assert batches and [e.key for b in batches for e in b.errors] == []
+    assert sorted(e.key for e in logged) == ["bad0", "bad1", "bad2", "bad3"]
+
+
+def test_len_of_a_packed_loader_says_why_it_is_unknown() -> None:
+    with pipe(32, 2, "concat").bind(make_docs(20)).run("numpy") as loader:
+        with pytest.raises(TypeError, match=r"len\(\) of a pack\(\) loader is not known before the epoch is packed"):
+            len(loader)
+        n = len(list(loader))
+        assert n > 0 and loader.stats()["pack"]["sequences"] == 2 * n
+
+
 def test_mix_reports_each_sources_share_of_tokens() -> None:
     a = [{"key": f"a{i}", "ids": npy_bytes(doc_tokens(i, 10))} for i in range(50)]
     b = [{"key": f"b{i}", "ids": npy_bytes(doc_tokens(100 + i, 30))} for i in range(50)]

@@ -128,12 +128,24 @@ def test_skip_mode_over_many_batches(files: dict[str, Path]) -> None:
         np.testing.assert_array_equal(got[k], ref[k])
 
 
-def test_a_batch_of_only_bad_rows_is_empty_not_missing(files: dict[str, Path]) -> None:
-    recs = [{"key": "a", "image": str(files["empty"])}, {"key": "b", "image": str(files["text"])}, {"key": "c", "image": str(files["good00"])}]
-    batches = list(dataio.pipeline(chain(), dataio.batch(2)).bind(recs).run("torch", on_failure="skip"))
-    assert [b.keys for b in batches] == [[], ["c"]]
-    assert [len(b.errors) for b in batches] == [2, 0]
-    assert tuple(batches[0]["image"].shape) == (0, 3, 32, 32)
+def test_a_batch_of_only_bad_rows_is_not_delivered(files: dict[str, Path]) -> None:
+    """Its errors reach log_errors, the loader warns once naming the first,
+    and the position still moves past it (a checkpoint does not replay it)."""
+    bad = [{"key": f"bad{i}", "image": str(files["empty" if i % 2 else "text"])} for i in range(4)]
+    good = [{"key": f"good{i:02d}", "image": str(files[f"good{i:02d}"])} for i in range(3)]
+    recs = bad[:2] + good[:2] + bad[2:] + good[2:]  # batches of 2: bad, good, bad, good
+    logged: list[RowError] = []
+    with dataio.pipeline(chain(), dataio.batch(2)).bind(recs).run("torch", on_failure="skip", log_errors=logged.append) as loader:
+        assert len(loader) == 4  # the batches planned
+        with pytest.warns(RuntimeWarning) as warned:
+            first = next(loader)
+            assert first.keys == ["good00", "good01"] and loader.state_dict()["position"] == 4
+            rest = list(loader)
+    assert [b.keys for b in rest] == [["good02"]] and rest[0]["image"].shape == (1, 3, 32, 32)
+    assert [e.key for e in logged] == ["bad0", "bad1", "bad2", "bad3"]
+    assert all(b.errors == [] for b in [first, *rest])
+    (w,) = [w for w in warned if "every row failed" in str(w.message)]  # once per loader
+    assert "bad0" in str(w.message) and "decode_image" in str(w.message) and w.filename == __file__, str(w.message)
 
 
 def test_bytes_inputs_fail_without_a_uri(files: dict[str, Path]) -> None:

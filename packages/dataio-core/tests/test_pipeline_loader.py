@@ -236,6 +236,21 @@ def test_keys_default_to_the_record_index(image_files: list[Path]) -> None:
     assert batches[0].indices == [0, 1, 2, 3, 4]
 
 
+def test_a_batch_gives_its_slots_as_a_plain_dict(image_files: list[Path]) -> None:
+    pipe = dataio.pipeline(
+        dataio.slot("image").decode_image().resize(h=16, w=16),
+        dataio.slot("raw", field="image", stack="never").decode_bytes(),
+        dataio.batch(3),
+    )
+    (b, _) = run_all(pipe, recs(image_files, 5))
+    d = b.to_dict()
+    assert type(d) is dict and list(d) == ["image", "raw"] and b.keys == ["r000", "r001", "r002"]
+    assert d["image"] is b["image"] and d["raw"] is b["raw"]  # the same tensors, not copies
+    d["extra"] = 1
+    del d["image"]
+    assert list(b) == ["image", "raw"]  # a new dict: the batch keeps its slots
+
+
 def test_non_dict_records_fail_clearly(image_files: list[Path]) -> None:
     with pytest.raises(ValueError, match="dict"):
         run_all(small_pipe(2), [str(image_files[0]), str(image_files[1])])

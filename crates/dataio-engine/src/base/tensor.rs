@@ -250,12 +250,47 @@ impl BufferPool {
         true
     }
 
+    /// Frees every buffer kept free; returns the bytes given back.
+    fn drain(&self) -> usize {
+        let lists = {
+            let mut free = self.free.lock().unwrap();
+            free.held = 0;
+            std::mem::take(&mut free.lists)
+        };
+        let mut bytes = 0;
+        for (len, ptrs) in lists {
+            for p in ptrs {
+                // SAFETY: every pointer in the pool was allocated by
+                // `AlignedBuf::new` with `len` bytes and is owned by the pool
+                // alone (taken out of it under the lock above).
+                unsafe { dealloc(p as *mut u8, AlignedBuf::layout(len)) };
+                bytes += len;
+            }
+        }
+        bytes
+    }
+
     fn take(&self, len: usize) -> Option<*mut u8> {
         let mut free = self.free.lock().unwrap();
         let p = free.lists.get_mut(&len).and_then(|l| l.pop())?;
         free.held -= len;
         Some(p as *mut u8)
     }
+}
+
+/// Gives back to the system the memory kept for reuse: the pool's free
+/// buffers, then what the allocator keeps of freed memory (`malloc_trim`).
+/// Buffers in use (batches a consumer holds) are untouched. Returns the
+/// pool's bytes freed.
+pub fn release_memory() -> usize {
+    let bytes = pool().drain();
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free heap memory to the system; it
+    // touches no memory in use and is thread-safe in glibc.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+    bytes
 }
 
 /// A pooled buffer of exactly `len` bytes; contents are unspecified.
@@ -395,6 +430,17 @@ mod tests {
         drop(a);
         let b = pooled(len);
         assert_eq!(b.as_ptr() as usize, p, "a dropped batch buffer is reused");
+    }
+
+    #[test]
+    fn released_memory_leaves_the_pool_empty() {
+        let len = 5 << 20;
+        drop(pooled(len));
+        assert!(release_memory() >= len);
+        assert_eq!(pool().free.lock().unwrap().held, 0);
+        // The pool works on after a release.
+        let a = pooled(len);
+        assert_eq!(a.len(), len);
     }
 
     #[test]

@@ -1,7 +1,12 @@
 //! The local-file backend: plain paths and `file://` URIs.
 //!
-//! Whole and ranged reads of large files slice a memory map (no copy); small
-//! reads use `pread`, which is cheaper than setting up a map. Writes go to a
+//! Reads copy the file's bytes out with `pread` (the kernel's page cache
+//! into memory of ours). They used to slice a memory map of large files,
+//! which saved the copy but let any other process kill ours: a file
+//! truncated or rewritten while its map is read faults with SIGBUS, a
+//! signal no error handling can turn into a row error (a job regenerating
+//! shards beside a running loader crashed it). docs/arch.md, "Local
+//! reads", has the cost. Writes go to a
 //! temporary file in the destination directory, are fsynced, and are renamed
 //! into place, so a reader sees the old content or the new, never a half.
 
@@ -11,13 +16,10 @@ use crate::io::uri::{self, Target};
 use async_trait::async_trait;
 use bytes::Bytes;
 use std::fs::{self, File};
-use std::io::Write;
+use std::io::{Read, Seek, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
-
-/// Files at least this large are memory-mapped for reads.
-pub const MMAP_THRESHOLD: u64 = 256 * 1024;
 
 pub struct LocalBackend;
 
@@ -57,16 +59,18 @@ pub fn read_range_sync(uri: &str, offset: u64, size: Option<u64>) -> Result<Byte
     if size == 0 {
         return Ok(Bytes::new());
     }
-    if size >= MMAP_THRESHOLD {
-        // SAFETY: the map is read-only and private to us. Another process
-        // truncating the file while we hold the map would fault on access;
-        // that is the documented contract of local mapped reads (docs/arch.md).
-        let map = unsafe { memmap2::MmapOptions::new().map(&file) }.map_err(|e| Error::from_io(uri, e))?;
-        let whole = Bytes::from_owner(map);
-        return Ok(whole.slice(offset as usize..(offset + size) as usize));
+    let mut buf = Vec::with_capacity(size as usize);
+    // Into spare capacity, without zeroing it first (a shard is hundreds of MB).
+    let got = (&file).seek(std::io::SeekFrom::Start(offset)).and_then(|_| (&file).take(size).read_to_end(&mut buf));
+    let got = got.map_err(|e| Error::from_io(uri, e))?;
+    if got as u64 != size {
+        // Shorter than its size a moment ago: truncated under us.
+        return Err(Error::corrupt(
+            uri,
+            "file",
+            format!("it changed while being read: {got} bytes at {offset} where {size} were expected"),
+        ));
     }
-    let mut buf = vec![0u8; size as usize];
-    file.read_exact_at(&mut buf, offset).map_err(|e| Error::from_io(uri, e))?;
     Ok(Bytes::from(buf))
 }
 
@@ -88,7 +92,19 @@ pub fn head_sync(uri: &str) -> Result<ObjectMeta> {
 
 fn meta_of(uri: String, meta: &fs::Metadata) -> ObjectMeta {
     let mtime = meta.modified().ok().and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map(|d| d.as_secs_f64());
-    ObjectMeta { uri, size: if meta.is_dir() { 0 } else { meta.len() }, mtime, etag: None, is_dir: meta.is_dir() }
+    let etag = (!meta.is_dir()).then(|| version_of(meta));
+    ObjectMeta { uri, size: if meta.is_dir() { 0 } else { meta.len() }, mtime, etag, is_dir: meta.is_dir() }
+}
+
+/// A local file's version, as a store's etag is an object's: the inode and
+/// its change time. Size and mtime alone cannot tell a file replaced by
+/// another of the same size whose mtime was kept (`cp -p`, `tar -x`,
+/// `rsync -t`): a kept shard index or video index would then be applied to
+/// other bytes. A rewrite in place changes the ctime (no one can set it);
+/// a replacement by rename is another inode.
+fn version_of(meta: &fs::Metadata) -> String {
+    use std::os::unix::fs::MetadataExt;
+    format!("ino-{:x}-{:x}-c{}.{:09}", meta.dev(), meta.ino(), meta.ctime(), meta.ctime_nsec())
 }
 
 /// Content tag for written bytes: the first 128 bits of their BLAKE3 hash.
@@ -315,15 +331,32 @@ mod tests {
         assert_eq!(e.kind(), ErrorKind::OutOfRange);
         let e = read_range_sync(&small, 11, None).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::OutOfRange);
-        // Large files come back as slices of a map, with the same content.
+        // Large reads are exact too.
         let big = d.path().join("b").display().to_string();
-        let data: Vec<u8> = (0..(MMAP_THRESHOLD as usize * 2)).map(|i| (i % 251) as u8).collect();
+        let data: Vec<u8> = (0..(1usize << 20)).map(|i| (i % 251) as u8).collect();
         fs::write(&big, &data).unwrap();
-        let got = read_range_sync(&big, 1000, Some(MMAP_THRESHOLD)).unwrap();
-        assert_eq!(&got[..], &data[1000..1000 + MMAP_THRESHOLD as usize]);
+        let got = read_range_sync(&big, 1000, Some(1 << 19)).unwrap();
+        assert_eq!(&got[..], &data[1000..1000 + (1 << 19)]);
         let mut dst = vec![0u8; 300];
         read_into_sync(&big, 5, &mut dst).unwrap();
         assert_eq!(&dst[..], &data[5..305]);
+    }
+
+    /// What a memory map could not give: a file cut short after it was
+    /// opened reads as a typed error (a map of it faults with SIGBUS).
+    #[test]
+    fn a_file_truncated_under_a_read_is_an_error_not_a_signal() {
+        let d = tmpdir();
+        let path = d.path().join("t");
+        fs::write(&path, vec![7u8; 1 << 20]).unwrap();
+        let uri = path.display().to_string();
+        let (file, len) = open_file(&path, &uri).unwrap();
+        fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(1000).unwrap();
+        let mut buf = Vec::new();
+        let got = (&file).take(len).read_to_end(&mut buf).unwrap();
+        assert_eq!(got, 1000, "the kernel gives what is there");
+        let e = read_range_sync(&uri, 0, Some(len)).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::OutOfRange, "{e}");
     }
 
     #[test]

@@ -48,6 +48,11 @@ impl Delivery {
         self.ahead.len()
     }
 
+    /// End positions of the batches delivered past the first one still missing.
+    pub fn ahead_ends(&self) -> Vec<u64> {
+        self.ahead.values().copied().collect()
+    }
+
     /// The first batch not yet delivered, in plan order.
     pub fn next_seq(&self) -> u64 {
         self.next_seq

@@ -39,6 +39,10 @@ pub struct Options {
     /// the runs that share it (a Python `Loader`'s epochs); `None`: a `head`
     /// per read object.
     pub metas: Option<Arc<ObjectMetas>>,
+    /// End positions (rank positions) of batches a previous run of this
+    /// epoch delivered past its resume position (`order="completion"`):
+    /// they are not run again. Sorted.
+    pub skip_ends: Vec<u64>,
 }
 
 /// The size and version of each object a ranged decoder read, from one
@@ -87,6 +91,7 @@ impl Default for Options {
             skip_errors: false,
             prefetch: None,
             metas: None,
+            skip_ends: Vec::new(),
         }
     }
 }
@@ -435,6 +440,13 @@ impl Loader {
         self.delivery.position()
     }
 
+    /// End positions of the batches this run delivered past
+    /// [`Loader::position`] (`order="completion"`): with the position, what
+    /// a resume must not deliver again.
+    pub fn ahead_ends(&self) -> Vec<u64> {
+        self.delivery.ahead_ends()
+    }
+
     /// Records this rank gets this epoch (sized sources).
     pub fn rank_count(&self) -> Option<u64> {
         self.rank_count
@@ -505,6 +517,10 @@ fn coordinate(sh: &Arc<Shared>, planner: &mut dyn Planner) -> Result<u64> {
         let planned = planner.next()?;
         sh.counters.source_ns.fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
         let Some(planned) = planned else { break };
+        // Delivered by the run this one resumes (ahead of its position).
+        if sh.opts.skip_ends.binary_search(&planned.end_position).is_ok() {
+            continue;
+        }
         if !sh.window.acquire(&sh.stop) {
             break;
         }

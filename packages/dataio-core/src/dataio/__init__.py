@@ -46,7 +46,7 @@ from .io import (
     write,
     writer,
 )
-from .loader import Batch, Loader, from_sampler
+from .loader import Batch, Loader, from_sampler, release_memory
 from .mix import mix
 from .pipeline import Pipeline, batch, collate, group_by, map, pack, pipeline, slot  # noqa: A004 - dataio.map is public
 from .transforms import col
@@ -96,6 +96,7 @@ __all__ = [
     "batch_transforms",
     "executor",
     "from_sampler",
+    "release_memory",
     "Batch",
     "Loader",
     "gds_available",

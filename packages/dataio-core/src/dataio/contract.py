@@ -238,6 +238,10 @@ class EpochJob:
     #: that an object is asked about once per loader, not once per epoch; an
     #: executor running in this process passes it on, others may ignore it.
     object_metas: Any = dataclasses.field(default=None, compare=False, repr=False)
+    #: ``order="completion"``: end positions of the batches a previous run of
+    #: this epoch delivered past ``start``; they are not delivered again. An
+    #: executor that cannot skip them refuses a job that has any.
+    skip_ends: tuple[int, ...] = ()
 
     @property
     def sized(self) -> bool:
@@ -266,8 +270,13 @@ class EpochJob:
             canonical_hosts=self.shard.get("canonical_hosts", 1),
             partition_offsets=list(self.partition_offsets),
         )
-        for seq, end, indices, positions, records in planner:
+        skip = set(self.skip_ends)
+        seq = 0
+        for _, end, indices, positions, records in planner:
+            if end in skip:
+                continue  # delivered by the run this one resumes
             yield PlannedBatch(seq, end, indices, positions, records)
+            seq += 1
 
     def run_options(self) -> dict[str, Any]:
         """The options :func:`dataio.executor.run_planned` takes, for shipping to a worker."""

@@ -44,6 +44,7 @@ __all__ = [
     "RowError",
     "PluginError",
     "CheckpointError",
+    "LoaderUsageError",
     "BY_KIND",
 ]
 
@@ -186,6 +187,12 @@ class PluginError(DataioError):
 
 class CheckpointError(InvalidArgumentError):
     """A loader state cannot be restored (another plan, another dataset, corrupt)."""
+
+
+class LoaderUsageError(DataioError, RuntimeError):
+    """A loader used where it cannot run: in a process forked after it
+    started (create it in the worker), or by two iterations at once (one
+    loader per consumer)."""
 
 
 def _by_kind() -> dict[str, type[DataioError]]:

@@ -76,6 +76,7 @@ class LocalExecutor:
             partition_offsets=list(job.partition_offsets),
             prefetch=job.prefetch,
             metas=job.object_metas,
+            skip_ends=list(job.skip_ends),
         )
 
     def __repr__(self) -> str:

@@ -7,11 +7,14 @@ and ``load_state_dict()`` checkpoint and resume it exactly.
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import logging
 import os
+import threading
 import time
 import warnings
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, cast
 
@@ -29,14 +32,14 @@ from .contract import (
     is_sequence,
     layout_of,
 )
-from .errors import CheckpointError, InvalidArgumentError, RowError
+from .errors import CheckpointError, InvalidArgumentError, LoaderUsageError, RowError
 from .executor import resolve_executor
 from .packing import Balancer, ElasticRuns, PackedRun, elastic_units, resolve_tokens
 
 if TYPE_CHECKING:
     from .pipeline import BatchStage, BoundPipeline
 
-__all__ = ["Loader", "Batch", "StatsReport", "describe_stats", "epoch_job"]
+__all__ = ["Loader", "Batch", "StatsReport", "describe_stats", "epoch_job", "release_memory"]
 
 row_logger = logging.getLogger("dataio.rows")
 
@@ -51,6 +54,10 @@ class Batch:
     * ``errors`` — :class:`dataio.errors.RowError` for every row skipped
       (``on_failure="skip"``), each naming key, slot, op and URI;
     * ``context`` — what ``run(context=fn)`` computed per row, aligned with ``keys``.
+
+    The slots read like a mapping (``batch["image"]``, ``"image" in batch``,
+    iteration over the slot names, ``items()``); ``to_dict()`` gives them as
+    a plain ``dict`` (``keys`` is the rows' record keys, not the slot names).
 
     Fixed-shape slots are one tensor with the rows first; variable-shape
     slots are a list with one entry per row (``None`` where an optional slot
@@ -89,6 +96,12 @@ class Batch:
 
     def items(self) -> Iterable[tuple[str, Any]]:
         return self._slots.items()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The slots as a new plain ``dict``, slot name -> value (the same
+        tensors and lists, not copies). ``dict(batch)`` does not give it:
+        ``batch.keys`` is the list of record keys, not a mapping's keys."""
+        return dict(self._slots)
 
     @property
     def slots(self) -> dict[str, Any]:
@@ -154,6 +167,31 @@ def _converter(output: str) -> Callable[[Any], Any]:
     if output == "native":
         return lambda t: t
     raise InvalidArgumentError(f"output must be 'torch', 'numpy' or 'native', got {output!r}")
+
+
+# Every loader of this process that may hold a running epoch. They are
+# closed at exit, before the interpreter finalizes: a coordinator thread
+# that pulls records from Python needs the GIL, which finalization never
+# gives back, so a loader left to its finalizer then could hang the exit.
+_LIVE: weakref.WeakSet[Loader] = weakref.WeakSet()
+
+
+def release_memory() -> int:
+    """Give the memory dataio keeps for reuse back to the system: the engine's
+    pooled batch and clip buffers (up to 1 GiB) and what the allocator holds
+    of freed memory. Batches you still hold are untouched. Called by itself
+    when the last open loader closes; call it after a sweep of loaders.
+    Returns the pooled bytes freed."""
+    return int(_native.release_memory())
+
+
+@atexit.register
+def _close_at_exit() -> None:
+    for loader in list(_LIVE):
+        try:
+            loader.close()
+        except Exception:  # noqa: BLE001 - exiting: nothing is left to report to
+            pass
 
 
 def _auto_concurrency(shape: BatchStage) -> int:
@@ -281,6 +319,7 @@ class Loader:
         self._concurrency = concurrency
         self._order = order
         self._skip = on_failure == "skip"
+        self._warned_dropped = False  # a batch whose every row failed was dropped (warned once)
         self._log = log_errors
         self._seed = seed
         self._context = context
@@ -289,6 +328,9 @@ class Loader:
         self._position = 0
         self._global_offset = 0
         self._partition_offsets: list[int] = []  # a host-partitioned order's resume point
+        # order="completion": end positions of batches delivered past
+        # self._position by the run this epoch resumes (not delivered again).
+        self._skip_ends: list[int] = []
         self._run: EpochRun | None = None  # the running epoch
         # pack(): the end and padding tokens, the packer of the running
         # epoch, and what of the block at self._position was delivered.
@@ -307,6 +349,10 @@ class Loader:
         self._last_stats: dict[str, Any] = {}
         self._closed = False
         self._iterating = False
+        # One consumer at a time (see _enter); the process that owns the threads.
+        self._busy = threading.Lock()
+        self._pid = os.getpid()
+        _LIVE.add(self)
         self._start()
 
     # -- arguments ----------------------------------------------------------
@@ -369,6 +415,7 @@ class Loader:
             context=self._context,
             prefetch=self._prefetch,
             object_metas=self._object_metas,
+            skip_ends=tuple(self._skip_ends),
         )
 
     def _start(self) -> None:
@@ -398,6 +445,11 @@ class Loader:
         return cast(EpochRun, ElasticRuns(start, units, window, self._position // window))
 
     def _stop(self) -> None:
+        if self._pid != os.getpid():
+            # A forked child: the epoch's threads live in the parent. Let go
+            # of it without waiting for them (the native side does the same).
+            self._run = None
+            return
         if self._run is not None:
             self._last_stats = self._with_pack(self._with_wait(self._run.stats()))
             self._run.close()
@@ -405,12 +457,19 @@ class Loader:
 
     def close(self) -> None:
         """Stop all work now and free every buffer the loader holds (and the
-        executor's workers, when it has any)."""
+        executor's workers, when it has any). Closing twice, or in a process
+        forked from the one that made the loader, does nothing more."""
         self._stop()
+        was_open = self in _LIVE
         self._closed = True
+        _LIVE.discard(self)
+        if self._pid != os.getpid():
+            return
         close = getattr(self._executor, "close", None)
         if callable(close):
             close()
+        if was_open and not _LIVE:
+            release_memory()  # the last loader: nothing will reuse the pool soon
 
     def __enter__(self) -> Loader:
         return self
@@ -426,18 +485,37 @@ class Loader:
 
     # -- iteration ----------------------------------------------------------
 
+    def _check_process(self) -> None:
+        if self._pid != os.getpid():
+            raise LoaderUsageError(
+                f"this loader was made in process {self._pid} and is used in process {os.getpid()}, forked from it: "
+                "its worker threads do not exist here. Create the loader in the process that iterates it "
+                "(for a torch DataLoader worker: inside IterableDataset.__iter__, or in worker_init_fn)"
+            )
+
     def __iter__(self) -> Iterator[Batch]:
+        self._check_process()
         if self._closed:
             raise InvalidArgumentError("the loader is closed")
+        if self._iterating:
+            raise LoaderUsageError(
+                "this loader is already being iterated (another iter(loader) is open, maybe on another thread): "
+                "one iteration at a time; finish or drop the first, or make one loader per consumer"
+            )
         if self._run is None:
             self._start()
         return self._epoch_iter()
 
     def _epoch_iter(self) -> Iterator[Batch]:
+        if self._iterating:
+            raise LoaderUsageError(
+                "this loader is already being iterated (another iter(loader) is open, maybe on another thread): "
+                "one iteration at a time; finish or drop the first, or make one loader per consumer"
+            )
         self._iterating = True
         try:
             while True:
-                b = self._next_batch()
+                b = self._take_batch()
                 if b is None:
                     break
                 yield b
@@ -447,36 +525,79 @@ class Loader:
             self._iterating = False
 
     def __next__(self) -> Batch:
+        self._check_process()
         if self._closed:
             raise StopIteration
+        if self._iterating:
+            raise LoaderUsageError("next(loader) while an iter(loader) is open: use one of them at a time")
         if self._run is None:
             self._start()
-        b = self._next_batch()
+        b = self._take_batch()
         if b is None:
             self._next_epoch()
             raise StopIteration
         return b
 
+    def _take_batch(self) -> Batch | None:
+        """The next batch for the one consumer; a second thread in here at
+        the same time is refused (it would split batches between them and
+        leave the position wrong)."""
+        self._check_process()
+        if not self._busy.acquire(blocking=False):
+            raise LoaderUsageError(
+                "this loader is being iterated by another thread at the same time: batches would be split between "
+                "them and the checkpoint position lost; make one loader per thread (or hand batches over a queue)"
+            )
+        try:
+            if self._run is None:
+                if self._closed:
+                    raise InvalidArgumentError("the loader is closed")
+                self._start()
+            return self._next_batch()
+        finally:
+            self._busy.release()
+
     def _next_batch(self) -> Batch | None:
         assert self._run is not None
         if self._packed is not None:
             return self._next_packed(self._packed)
-        t0 = time.perf_counter()
-        try:
-            raw = self._run.next_batch()
-        except RowError as e:
-            # on_failure="raise": the error still goes to the log first.
+        while True:
+            t0 = time.perf_counter()
+            try:
+                raw = self._run.next_batch()
+            except RowError as e:
+                # on_failure="raise": the error still goes to the log first.
+                self._report(e)
+                raise
+            finally:
+                self._wait_seconds += time.perf_counter() - t0
+            if raw is None:
+                return None
+            # The native position: after the contiguous prefix of delivered
+            # batches. With order="completion" this batch may have overtaken an
+            # earlier one, and its own end would skip that one on resume.
+            self._position = self._run.position
+            if raw.keys:
+                return self._wrap(raw)
+            self._drop_failed(raw)
+
+    def _drop_failed(self, raw: ExecutedBatch) -> None:
+        """A batch whose every row failed (``on_failure="skip"``) is not
+        delivered: its slots would be empty lists, not tensors. Its errors
+        still go to ``log_errors``, and the first such batch of the loader
+        is warned about, naming its first error."""
+        errors = raw.errors()
+        for e in errors:
             self._report(e)
-            raise
-        finally:
-            self._wait_seconds += time.perf_counter() - t0
-        if raw is None:
-            return None
-        # The native position: after the contiguous prefix of delivered
-        # batches. With order="completion" this batch may have overtaken an
-        # earlier one, and its own end would skip that one on resume.
-        self._position = self._run.position
-        return self._wrap(raw)
+        if errors and not self._warned_dropped:
+            self._warned_dropped = True
+            warnings.warn(
+                f"dataio: a batch was not delivered because every row failed ({len(errors)} skipped, on_failure='skip'); "
+                f"the first: {errors[0]}. Later such batches are dropped without a warning "
+                "(run(log_errors=True) logs every skipped row)",
+                RuntimeWarning,
+                stacklevel=5,
+            )
 
     def _next_packed(self, packed: PackedRun) -> Batch | None:
         assert self._run is not None
@@ -489,6 +610,11 @@ class Loader:
         finally:
             self._wait_seconds += time.perf_counter() - t0
         if got is None:
+            # Documents that failed after the last packed batch: no batch
+            # carries them, but log_errors still gets them.
+            left, packed.errors = packed.errors, []
+            for err in left:
+                self._report(err)
             return None
         out, errors = got
         self._position, self._pack_skip = packed.state()
@@ -540,6 +666,7 @@ class Loader:
         self._stop()
         self._epoch += 1
         self._position = 0
+        self._skip_ends = []
         self._pack_skip = (0, 0)
         self._pack_elastic = None
         self._global_offset = 0
@@ -556,13 +683,22 @@ class Loader:
         self._stop()
         self._epoch = epoch
         self._position = 0
+        self._skip_ends = []
         self._pack_skip = (0, 0)
         self._pack_elastic = None
         self._global_offset = 0
         self._partition_offsets = []
 
     def __len__(self) -> int:
-        """Batches this rank gets in an epoch (sized sources with batch())."""
+        """Batches this rank gets in an epoch (sized sources with batch()).
+
+        The batches planned: with ``on_failure="skip"`` a batch whose every
+        row failed is not delivered, so an epoch may yield fewer."""
+        if self._packing is not None:
+            raise TypeError(
+                "len() of a pack() loader is not known before the epoch is packed: the number of packed batches "
+                "depends on the documents' token lengths (loader.stats()['pack'] counts the sequences packed so far)"
+            )
         if not is_sequence(self._records) or self._pipe.shape.kind != "batch":
             raise TypeError("the number of batches is known only for sized record sources with batch()")
         hosted = self._host_order(0)
@@ -640,7 +776,20 @@ class Loader:
             # packing.gather_states) another world size resumes exactly;
             # "elastic": this epoch is such a resume (old world, frontiers).
             **({"pack": self._pack_state()} if self._packing is not None else {}),
+            # order="completion": batches delivered past "position" (their
+            # end positions), which a resume skips: nothing comes twice.
+            **({"delivered_ahead": ahead} if (ahead := self._delivered_ahead()) else {}),
         }
+
+    def _delivered_ahead(self) -> list[int]:
+        """End positions of the batches delivered past ``self._position``:
+        the running epoch's, and those of the run it resumed not yet passed."""
+        if self._order != "completion":
+            return []
+        ends = {e for e in self._skip_ends if e > self._position}
+        if self._run is not None:
+            ends.update(int(e) for e in getattr(self._run, "ahead_ends", ()))
+        return sorted(ends)
 
     def _pack_state(self) -> dict[str, Any]:
         out: dict[str, Any] = {"skip": list(self._pack_skip)}
@@ -714,6 +863,15 @@ class Loader:
         if self._packing is not None:
             self._load_pack_state(state, same, size)
             return
+        ahead = [int(e) for e in state.get("delivered_ahead", [])]
+        if ahead and not same:
+            raise CheckpointError(
+                "this state was taken with order='completion' while batches past its position were delivered; "
+                "it resumes only with the same ranks"
+            )
+        if ahead and self._order != "completion":
+            raise CheckpointError("this state was taken with order='completion': resume it with order='completion'")
+        self._skip_ends = ahead
         if same:
             self._position = int(state["position"])
             self._global_offset = int(state.get("global_offset", 0))
@@ -826,7 +984,8 @@ class Loader:
         (an earlier ``stats()`` of the same epoch) or since the epoch started.
         ``print(loader.report())`` for a readable summary."""
         cpu_threads = _native.pool_info()[0]
-        return describe_stats(self.stats(), since, concurrency=self._concurrency, prefetch=self._prefetch, cpu_threads=cpu_threads)
+        return describe_stats(self.stats(), since, concurrency=self._concurrency, prefetch=self._prefetch, cpu_threads=cpu_threads,
+                              ops=self._pipe.op_names())
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"epoch {self._epoch}, position {self._position}"

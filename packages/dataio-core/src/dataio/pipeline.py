@@ -520,6 +520,10 @@ class Pipeline(_Frozen):
         )
         self.compiled()  # native validation now, not at the first batch
 
+    def op_names(self) -> set[str]:
+        """The names of every op the slots use (both branches of a ``cond``)."""
+        return _op_names(self.slots)
+
     def to_json(self) -> dict[str, Any]:
         builtin = set(BUILTIN_OPS)
         external = sorted({name for name in _op_names(self.slots) if name not in builtin and host.op(name) is not None})

@@ -352,6 +352,10 @@ class RayEpochRun:
     def position(self) -> int:
         return self._window.position
 
+    @property
+    def ahead_ends(self) -> list[int]:
+        return self._window.ahead_ends
+
     def next_batch(self) -> FinishedBatch | None:
         with self._lock:
             while not self.closed:

@@ -167,6 +167,11 @@ class BatchWindow:
         """Delivered batches past that prefix (completion order)."""
         return self._tracker.ahead
 
+    @property
+    def ahead_ends(self) -> list[int]:
+        """The end positions of those batches (a checkpoint keeps them)."""
+        return self._tracker.ahead_ends
+
     # -- counts and release ---------------------------------------------------
 
     @property
