@@ -240,10 +240,25 @@ pub fn decode(
 }
 
 /// swscale to packed RGB24 at a fixed size.
+///
+/// swscale never writes into the clip directly. Its SIMD converters work in
+/// blocks of 8 pixels: with a destination row exactly `3 * w` bytes long
+/// (the clip's frame rows) FFmpeg 5.1's x86 YUV-to-RGB path rounds the
+/// width down to a multiple of 8 and leaves the last `w % 8` pixels of
+/// every row unwritten (a 322-pixel-wide video gave two columns of whatever
+/// the pooled buffer held before: uninitialised memory, stale pixels of
+/// another clip), and other paths write whole blocks past a row's end. So
+/// it converts into a scratch image whose rows are padded to 64 bytes and
+/// which has 64 spare bytes at its end, as FFmpeg asks of its buffers, and
+/// each row's `3 * w` bytes are copied into their place.
 #[derive(Default)]
 struct Scaler {
     ctx: Option<*mut ff::SwsContext>,
+    scratch: Vec<u8>,
 }
+
+/// Padding swscale may write past a row or an image (its widest SIMD block).
+const SWS_PAD: usize = 64;
 
 impl Scaler {
     fn convert(&mut self, f: &ff::AVFrame, size: (u32, u32), dst: &mut [u8]) -> Result<()> {
@@ -254,7 +269,11 @@ impl Scaler {
         // SAFETY: a decoded frame's format is a valid AVPixelFormat.
         let src_fmt: ff::AVPixelFormat = unsafe { std::mem::transmute::<i32, ff::AVPixelFormat>(f.format) };
         // SAFETY: getCachedContext frees or reuses the context it is given;
-        // scaling writes h rows of 3*w bytes into dst, which holds them.
+        // scaling writes h rows of at most `stride` bytes (plus SIMD
+        // overrun within SWS_PAD) into `scratch`, which holds them from an
+        // aligned start; the row copies read inside `scratch` and write
+        // `dst`, which holds h rows of 3*w bytes (checked by the caller's
+        // alloc of [T, h, w, 3]).
         unsafe {
             let ctx = ff::sws_getCachedContext(
                 self.ctx.unwrap_or(std::ptr::null_mut()),
@@ -273,8 +292,17 @@ impl Scaler {
                 return Err(Error::unsupported(format!("no conversion from pixel format {} to RGB", f.format)));
             }
             self.ctx = Some(ctx);
-            let dst_planes = [dst.as_mut_ptr(), std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut()];
-            let dst_strides = [3 * w, 0, 0, 0];
+            let row = 3 * w as usize;
+            let stride = row.div_ceil(SWS_PAD) * SWS_PAD;
+            // Room for an aligned start, h padded rows, and the tail padding.
+            let need = SWS_PAD + stride * h as usize + SWS_PAD;
+            if self.scratch.len() < need {
+                self.scratch.resize(need, 0);
+            }
+            let base = self.scratch.as_mut_ptr();
+            let start = base.add(base.align_offset(SWS_PAD));
+            let dst_planes = [start, std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut()];
+            let dst_strides = [stride as i32, 0, 0, 0];
             let rows = ff::sws_scale(
                 ctx,
                 f.data.as_ptr() as *const *const u8,
@@ -286,6 +314,11 @@ impl Scaler {
             );
             if rows != h {
                 return Err(Error::corrupt(format!("converting a frame to RGB gave {rows} rows, not {h}")));
+            }
+            let offset = start.offset_from(base) as usize;
+            for (y, out) in dst.chunks_exact_mut(row).take(h as usize).enumerate() {
+                let at = offset + y * stride;
+                out.copy_from_slice(&self.scratch[at..at + row]);
             }
         }
         Ok(())

@@ -353,3 +353,93 @@ def test_a_new_process_finds_the_index_kept_on_disk(tmp_path: Path) -> None:
     # A changed file (new mtime) is indexed anew, never served the old index.
     os.utime(video, (video.stat().st_atime, video.stat().st_mtime + 10))
     assert bytes_read() >= size
+
+
+@pytest.mark.parametrize("width", [322, 500, 854, 642])
+def test_every_column_of_a_width_not_a_multiple_of_8_is_decoded(tmp_path: Path, width: int) -> None:
+    """swscale's SIMD RGB converters work in blocks of 8 pixels; written
+    straight into rows of exactly 3 * width bytes they left the last
+    width % 8 columns unwritten (whatever the pooled buffer held: in a
+    resumed run another clip's pixels, or uninitialised memory). Every
+    pixel must be the frame's, against PyAV's conversion, across clips
+    that reuse the same pooled buffers."""
+    from media import write_video
+
+    path = write_video(tmp_path / f"w{width}.mp4", 12, width=width, height=90, gop=4, bframes=0, noise=True)
+    ref = pyav_frames(path)
+    pipe = dataio.pipeline(dataio.slot("x").decode_video(num_frames=4, clip="random"), dataio.batch(1))
+    with pipe.bind([{"x": str(path)}] * 6).run("numpy", seed=1) as loader:
+        for batch in loader:
+            clip = np.asarray(batch["x"][0])
+            for frame in clip:
+                want = ref[frame_number(frame)]
+                diff = np.abs(frame.astype(int) - want.astype(int))
+                assert diff.max() <= 2, f"columns {sorted(set(np.nonzero(diff > 2)[1].tolist()))[:8]} differ"
+
+
+RESUME_SCRIPT = """
+import json, sys, zlib
+import numpy as np
+import dataio
+paths, state_file = json.loads(sys.argv[1]), sys.argv[2]
+pipe = dataio.pipeline(
+    dataio.slot("x").decode_video(num_frames=8, clip="random").resize(h=56, w=56).normalize("imagenet"),
+    dataio.slot("label").decode_bytes(),
+    dataio.batch(3),
+)
+rows = [{"x": p, "label": str(i % 3).encode()} for i, p in enumerate(paths)]
+out = []
+with pipe.bind(rows).run("numpy", seed=7, on_failure="skip") as loader:
+    if state_file != "-":
+        loader.load_state_dict(json.load(open(state_file)))
+    for _ in range(2 if state_file == "-" else 3):
+        out.append([(list(b.keys), zlib.crc32(np.ascontiguousarray(b["x"]).tobytes())) for b in loader])
+print(json.dumps(out))
+"""
+
+
+def test_a_resumed_video_pipeline_runs_exactly_in_fresh_processes(tmp_path: Path) -> None:
+    """Issue 43's report: a video pipeline resumed mid-epoch in a new process
+    aborted with heap corruption in most runs. 11 clips of different sizes
+    (widths not multiples of 8 among them); the state after two batches of
+    epoch 0; 20 fresh processes with one CPU thread and 20 with the default
+    each resume and run two more epochs: all exit 0 with the batches of the
+    uninterrupted run, pixel for pixel (a CRC of every batch)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from media import write_video
+
+    sizes = [(128, 96), (322, 182), (160, 90), (500, 280), (96, 64), (240, 176), (170, 96), (208, 128), (112, 80), (426, 240), (128, 128)]
+    paths = [str(write_video(tmp_path / f"c{i}.mp4", 20 + 3 * i, width=w, height=h, gop=6, bframes=2)) for i, (w, h) in enumerate(sizes)]
+    script = tmp_path / "resume.py"
+    script.write_text(RESUME_SCRIPT)
+    env = {**os.environ, "DATAIO_CACHE_DIR": str(tmp_path / "cache")}
+
+    def run(state: str, threads: str | None) -> Any:
+        e = dict(env)
+        if threads is not None:
+            e["DATAIO_CPU_THREADS"] = threads
+        p = subprocess.run([sys.executable, str(script), json.dumps(paths), state], capture_output=True, text=True, env=e, timeout=120)
+        assert p.returncode == 0, p.stderr[-3000:]
+        return json.loads(p.stdout)
+
+    full = run("-", None)  # epochs 0 and 1, uninterrupted (and indexes kept on disk)
+    pipe_state = tmp_path / "state.json"
+    save = RESUME_SCRIPT.split("out = []")[0] + (
+        "with pipe.bind(rows).run('numpy', seed=7, on_failure='skip') as loader:\n"
+        "    it = iter(loader); next(it); next(it)\n"
+        f"    json.dump(loader.state_dict(), open({str(pipe_state)!r}, 'w'))\n"
+    )
+    saver = tmp_path / "save.py"
+    saver.write_text(save)
+    p = subprocess.run([sys.executable, str(saver), json.dumps(paths), "-"], capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 0, p.stderr[-3000:]
+    for threads in ("1", None):
+        for _ in range(20):
+            resumed = run(str(pipe_state), threads)
+            # The rest of epoch 0, then epoch 1 whole, each as the uninterrupted run had them.
+            assert resumed[0] == full[0][2:] and resumed[1] == full[1]
+            assert len(resumed[2]) == len(full[1])
