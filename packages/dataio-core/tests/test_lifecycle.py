@@ -281,13 +281,24 @@ def test_completion_order_resume_delivers_every_sample_once() -> None:
     assert ahead_seen > 0
 
 
-def test_a_completion_order_state_needs_completion_order() -> None:
-    rows = [{"x": b"ab", "key": f"k{i}"} for i in range(40)]
+def test_a_completion_order_state_keeps_its_skips_until_passed() -> None:
+    rows = [{"x": b"ab", "key": f"k{i:02d}"} for i in range(40)]
     pipe = dataio.pipeline(dataio.slot("x").decode_bytes(), dataio.batch(4))
     state = pipe.bind(rows).run("numpy", seed=1).state_dict()
-    state["delivered_ahead"] = [12]
-    with pytest.raises(CheckpointError, match="completion"):
-        pipe.bind(rows).run("numpy", seed=1).load_state_dict(state)
+    order = [k for b in pipe.bind(rows).run("numpy", seed=1) for k in b.keys]
+    # As if batches 2 and 3 (positions 8..16) had been delivered ahead.
+    state["delivered_ahead"] = [12, 16]
+    with pipe.bind(rows).run("numpy", seed=1) as loader:
+        loader.load_state_dict(state)
+        it = iter(loader)
+        first = next(it).keys
+        assert first == order[:4]
+        # Not passed yet: a checkpoint here still names them.
+        assert loader.state_dict()["delivered_ahead"] == [12, 16]
+        rest = [k for b in it for k in b.keys]
+    assert first + rest == order[:4] + order[4:8] + order[16:]
+    with pytest.raises(CheckpointError, match="same ranks"):
+        pipe.bind(rows).run("numpy", seed=1, shard={"id": 0, "of": 2}).load_state_dict(state)
 
 
 def test_pooled_memory_can_be_given_back() -> None:

@@ -784,8 +784,6 @@ class Loader:
     def _delivered_ahead(self) -> list[int]:
         """End positions of the batches delivered past ``self._position``:
         the running epoch's, and those of the run it resumed not yet passed."""
-        if self._order != "completion":
-            return []
         ends = {e for e in self._skip_ends if e > self._position}
         if self._run is not None:
             ends.update(int(e) for e in getattr(self._run, "ahead_ends", ()))
@@ -869,8 +867,6 @@ class Loader:
                 "this state was taken with order='completion' while batches past its position were delivered; "
                 "it resumes only with the same ranks"
             )
-        if ahead and self._order != "completion":
-            raise CheckpointError("this state was taken with order='completion': resume it with order='completion'")
         self._skip_ends = ahead
         if same:
             self._position = int(state["position"])
