@@ -180,7 +180,7 @@ impl FileIndex {
             }
         }
         if let Some(v) = video.as_mut() {
-            scan_frames(&mut media, v)?;
+            scan_frames(&mut media, v, source.size())?;
         }
         let fetched = media.fetched();
         Ok(FileIndex { format, size: source.size(), duration, video, audio, header, fetched })
@@ -188,13 +188,37 @@ impl FileIndex {
 }
 
 /// Fills `v.frames` by demuxing the video stream without decoding it.
-fn scan_frames(media: &mut Media<'_>, v: &mut VideoStream) -> Result<()> {
+fn scan_frames(media: &mut Media<'_>, v: &mut VideoStream, size: u64) -> Result<()> {
     let header_only = media.format_name().starts_with("mov,");
     media.keep_only(v.stream);
     // SAFETY: setting flags of the open context: raw container timestamps,
     // no parser (a parser would read the zeros a header-only scan serves).
     unsafe {
         (*media.fmt).flags |= ff::AVFMT_FLAG_NOPARSE | ff::AVFMT_FLAG_NOFILLIN;
+    }
+    if header_only {
+        // A header that places samples past the end: a file cut short (a
+        // faststart mp4 whose moov survived the cut), named so at once
+        // rather than by a decoder's complaint about the first cut packet
+        // (the demuxer itself stops quietly at the end of the data).
+        let st = media.streams()[v.stream];
+        // SAFETY: the index entries of a stream of the open context, read
+        // before any packet is (reading may change them).
+        let end = unsafe {
+            let n = ff::avformat_index_get_entries_count(st).max(0);
+            (0..n)
+                .filter_map(|i| ff::avformat_index_get_entry(st, i).as_ref())
+                .filter(|e| e.pos >= 0)
+                .map(|e| e.pos as u64 + e.size() as u64)
+                .max()
+                .unwrap_or(0)
+        };
+        if end > size {
+            return Err(Error::corrupt(format!(
+                "truncated: the file has {size} bytes, but its moov places video samples up to byte {end} (cut short \
+                 while copied or written?)"
+            )));
+        }
     }
     media.set_phantom(header_only);
     let mut pkt = Packet::new()?;
@@ -259,6 +283,15 @@ pub fn index_of(uri: &str, version: &str, source: &dyn Source) -> Result<(Arc<Fi
     if uri.is_empty() {
         return Ok((Arc::new(FileIndex::build(source)?), false));
     }
+    let build = |source: &dyn Source| {
+        FileIndex::build(source).map_err(|e| {
+            if e.message.contains(uri) {
+                e
+            } else {
+                Error { status: e.status, message: format!("{uri}: {}", e.message) }
+            }
+        })
+    };
     let key = format!("{uri}\u{0}{}\u{0}{version}", source.size());
     {
         let mut c = cache().lock().unwrap();
@@ -275,7 +308,7 @@ pub fn index_of(uri: &str, version: &str, source: &dyn Source) -> Result<(Arc<Fi
     let idx = match kept.as_deref().and_then(|d| crate::store::load(d, &key)) {
         Some(idx) => Arc::new(FileIndex { fetched: 0, ..idx }),
         None => {
-            let idx = FileIndex::build(source)?;
+            let idx = build(source)?;
             if let Some(d) = &kept {
                 crate::store::save(d, &key, &idx);
             }

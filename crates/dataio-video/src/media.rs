@@ -283,7 +283,19 @@ impl<'s> Media<'s> {
             let code = ff::avformat_open_input(&mut fmt, ptr::null(), ptr::null(), ptr::null_mut());
             if code < 0 {
                 // avformat_open_input frees the context when it fails.
-                return Err(media.failure("not a media file libavformat can open", code));
+                let e = media.failure("not a media file libavformat can open", code);
+                if e.message.contains("moov atom not found") {
+                    // An mp4 whose index (the moov atom, written last unless
+                    // faststart) never made it: cut short or still being written.
+                    return Err(Error {
+                        status: e.status,
+                        message: format!(
+                            "truncated or unfinished mp4: it has no moov atom (the index of its samples; {})",
+                            e.message
+                        ),
+                    });
+                }
+                return Err(e);
             }
             media.fmt = fmt;
             if !media.has_stream_parameters() {

@@ -74,6 +74,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(report::pool_info, m)?)?;
     m.add_function(wrap_pyfunction!(report::jpeg_simd, m)?)?;
     m.add_function(wrap_pyfunction!(report::install_hint, m)?)?;
+    m.add_function(wrap_pyfunction!(report::shipped_schemes, m)?)?;
     m.add_function(wrap_pyfunction!(report::probe_libraries, m)?)?;
     m.add_function(wrap_pyfunction!(rules::uri_scheme, m)?)?;
     m.add_function(wrap_pyfunction!(rules::uri_local_path, m)?)?;

@@ -16,6 +16,15 @@ pub fn install_hint(dist: &str) -> String {
     dataio_engine::io::registry::install_words(dist)
 }
 
+/// The schemes served by the backend plugins that ship with dataio, with
+/// each one's distribution, and other tools' names for those stores with
+/// the scheme dataio takes (the engine's tables).
+#[pyfunction]
+pub fn shipped_schemes() -> (Vec<(&'static str, &'static str)>, Vec<(&'static str, &'static str)>) {
+    use dataio_engine::io::registry::{SCHEME_ALIASES, SHIPPED_SCHEMES};
+    (SHIPPED_SCHEMES.to_vec(), SCHEME_ALIASES.to_vec())
+}
+
 /// Whether the JPEG decoder was built with SIMD: "on", "off" or "unknown".
 #[pyfunction]
 pub fn jpeg_simd() -> &'static str {

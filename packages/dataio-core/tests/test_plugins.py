@@ -481,3 +481,19 @@ def test_scheme_settings_keep_secrets_out_of_reprs_and_pickles() -> None:
     finally:
         dataio.config.reset("kitscheme")
     assert dataio.config.get_settings("kitscheme") == dataio.config.SchemeSettings("kitscheme", "default", {}, None)
+
+
+@pytest.mark.parametrize("alias, canon", [("s3a", "s3"), ("gcs", "gs"), ("abfs", "az"), ("abfss", "az"), ("azure", "az")])
+def test_another_tools_name_for_a_store_is_refused_with_ours(alias: str, canon: str) -> None:
+    """``s3a://`` (Hadoop), ``gcs://`` (fsspec), ``abfs://``: no plugin serves
+    them; the error and configure_endpoint say the scheme dataio takes."""
+    from dataio._plugins import SCHEME_ALIASES, SHIPPED_SCHEMES
+
+    assert SCHEME_ALIASES[alias] == canon and canon in SHIPPED_SCHEMES
+    with pytest.raises(dataio.errors.UnsupportedSchemeError) as info:
+        dataio.read(f"{alias}://bucket/key")
+    assert f"dataio names this store {canon}:// (write {canon}://bucket/key; {SHIPPED_SCHEMES[canon]} serves it)" in str(
+        info.value
+    ), info.value
+    with pytest.raises(InvalidArgumentError, match=f"dataio names this store {canon}://; call configure_endpoint"):
+        dataio.configure_endpoint(alias, "http://127.0.0.1:9")

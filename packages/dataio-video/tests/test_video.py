@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import resource
+import shutil
+import subprocess
 import tarfile
 from pathlib import Path
 from typing import Any
@@ -214,7 +216,7 @@ def test_webdataset_tar_members(videos: dict[str, tuple[Path, int]], tmp_path: P
 
 @pytest.mark.parametrize(
     "content, what",
-    [(b"", "empty"), (b"\x00\x00\x00\x18ftypmp42" + b"\x07" * 300, "moov"), (bytes(range(256)) * 40, "")],
+    [(b"", "empty"), (b"\x00\x00\x00\x18ftypmp42" + b"\x07" * 300, "truncated or unfinished mp4: it has no moov atom"), (bytes(range(256)) * 40, "")],
 )
 def test_bad_files_are_typed_errors_and_skip_goes_on(videos: dict[str, tuple[Path, int]], tmp_path: Path,
                                                      content: bytes, what: str) -> None:
@@ -235,9 +237,18 @@ def test_truncated_audio_only_and_oversized_inputs(videos: dict[str, tuple[Path,
     src = videos["long_gop.mp4"][0].read_bytes()
     cut = tmp_path / "cut.mp4"
     cut.write_bytes(src[: len(src) * 2 // 3])  # faststart: the moov is whole, the samples are not
-    with pytest.raises(DecodeError) as e:
-        dataio.read_video(str(cut), start_frame=280, num_frames=4)
-    assert "cut.mp4" in str(e.value)
+    for call in (lambda: dataio.read_video(str(cut), start_frame=280, num_frames=4),
+                 lambda: dataio.read_video(str(cut), num_frames=4), lambda: dataio.video_info(str(cut))):
+        with pytest.raises(DecodeError) as e:
+            call()
+        assert f"{cut}: truncated: the file has {cut.stat().st_size} bytes" in str(e.value), e.value
+    # Cut before its moov (written last without faststart): named as such, with the file.
+    slow = tmp_path / "slow.mp4"
+    subprocess.run([shutil.which("ffmpeg") or "ffmpeg", "-v", "error", "-y", "-i", str(videos["long_gop.mp4"][0]),
+                    "-c", "copy", str(slow)], check=True)
+    slow.write_bytes(slow.read_bytes()[: slow.stat().st_size // 2])
+    with pytest.raises(DecodeError, match=f"{slow}: truncated or unfinished mp4: it has no moov atom"):
+        dataio.video_info(str(slow))
     with pytest.raises(DecodeError, match="no video stream.*only audio"):
         dataio.read_video(str(audios["tone.flac"]), num_frames=2)
     recs = [{"key": "a", "video": str(videos["h264_bframes.mp4"][0])}]

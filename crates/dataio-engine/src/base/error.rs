@@ -131,7 +131,7 @@ pub enum Error {
     #[error("invalid URI {uri:?}: {reason}")]
     InvalidUri { uri: String, reason: String },
 
-    #[error("no backend is registered for scheme {scheme:?} (in {uri:?}){}", hint.as_ref().map(|h| format!("; install it with {h}")).unwrap_or_default())]
+    #[error("no backend is registered for scheme {scheme:?} (in {uri:?}){}", hint.as_ref().map(|h| format!("; {h}")).unwrap_or_default())]
     UnsupportedScheme { scheme: String, uri: String, hint: Option<String> },
 
     #[error("{uri}: byte range [{offset}, {end}) lies beyond the end of the object ({len} bytes)", end = offset.saturating_add(*size))]

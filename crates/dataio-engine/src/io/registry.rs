@@ -57,16 +57,35 @@ pub fn install_words(dist: &str) -> String {
     )
 }
 
-/// The install hint for schemes whose plugin ships with dataio.
+/// The URI schemes the backend plugins shipped with dataio serve, with the
+/// distribution of each: what a scheme is known by before its plugin is
+/// installed. The one table of them (Python's `dataio._plugins.SHIPPED_SCHEMES`
+/// is read from it through the binding).
+pub const SHIPPED_SCHEMES: &[(&str, &str)] =
+    &[("s3", "dataio-s3"), ("r2", "dataio-s3"), ("gs", "dataio-gcs"), ("az", "dataio-azure"), ("hf", "dataio-hf")];
+
+/// Other tools' names for those stores, which dataio does not serve: a URI
+/// with one is refused with the spelling dataio takes.
+pub const SCHEME_ALIASES: &[(&str, &str)] = &[
+    ("s3a", "s3"),
+    ("s3n", "s3"),
+    ("gcs", "gs"),
+    ("abfs", "az"),
+    ("abfss", "az"),
+    ("azure", "az"),
+    ("wasb", "az"),
+    ("wasbs", "az"),
+];
+
+/// What to do about a URI of `scheme` that no backend serves: install the
+/// plugin that ships with dataio for it, or write the scheme dataio takes.
 pub fn install_hint(scheme: &str) -> Option<String> {
-    let extra = match scheme {
-        "s3" | "r2" | "s3a" => "s3",
-        "gs" | "gcs" => "gcs",
-        "az" | "abfs" | "abfss" | "azure" => "azure",
-        "hf" => "hf",
-        _ => return None,
-    };
-    Some(install_words(&format!("dataio-{extra}")))
+    if let Some((_, dist)) = SHIPPED_SCHEMES.iter().find(|(s, _)| *s == scheme) {
+        return Some(format!("install it with {}", install_words(dist)));
+    }
+    let (_, canon) = SCHEME_ALIASES.iter().find(|(s, _)| *s == scheme)?;
+    let dist = SHIPPED_SCHEMES.iter().find(|(s, _)| s == canon).map(|(_, d)| *d).unwrap_or("");
+    Some(format!("dataio names this store {canon}:// (write {canon}://bucket/key; {dist} serves it)"))
 }
 
 /// The backend serving `uri`, loading it through the resolver on first use.
@@ -113,5 +132,18 @@ mod tests {
             Ok(_) => panic!(),
         };
         assert!(matches!(err, Error::UnsupportedScheme { hint: None, .. }));
+        let msg = match backend_for("s3a://bucket/key") {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!(),
+        };
+        assert!(msg.contains("dataio names this store s3:// (write s3://bucket/key; dataio-s3 serves it)"), "{msg}");
+    }
+
+    #[test]
+    fn every_alias_names_a_shipped_scheme() {
+        for (alias, canon) in SCHEME_ALIASES {
+            assert!(SHIPPED_SCHEMES.iter().any(|(s, _)| s == canon), "{alias} -> {canon}");
+            assert!(!SHIPPED_SCHEMES.iter().any(|(s, _)| s == alias), "{alias}");
+        }
     }
 }

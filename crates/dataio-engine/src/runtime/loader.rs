@@ -591,7 +591,10 @@ fn classify(plan: &Plan, rec: &Record, idx: u64) -> Vec<Result<Input>> {
                     "field {:?} is None (make the slot optional=True to allow that)",
                     slot.field
                 ))),
-                Some(Value::Str(s)) if takes_text(&slot.decoder) => {
+                Some(Value::Str(s))
+                    if takes_text(&slot.decoder)
+                        || (matches!(slot.decoder, crate::plan::Decoder::Bytes) && !looks_like_uri(s)) =>
+                {
                     Ok(Input::Ready(SlotInput::Data(bytes::Bytes::copy_from_slice(s.as_bytes()))))
                 }
                 Some(Value::Str(s)) => registry::backend_for(s).map(|(b, _)| {
@@ -617,6 +620,38 @@ fn classify(plan: &Plan, rec: &Record, idx: u64) -> Vec<Result<Input>> {
             })
         })
         .collect()
+}
+
+/// Whether a string field under `decode_bytes()` names something to read
+/// (then its bytes are the object's) rather than being the value itself (then
+/// its UTF-8 bytes are): a URI with a scheme (`s3://b/k`, `file:///x`), or a
+/// path that says it is one, absolute or with a directory in it (`/data/a`,
+/// `./a.bin`, `~/a`, `images/a.jpg`). Labels and text (`"0"`, `"cat"`,
+/// `"a cat on a mat"`) are values; a file in the current directory is read
+/// as `./name`. Every other decoder reads any string field as a URI.
+pub fn looks_like_uri(s: &str) -> bool {
+    if let Some((scheme, _)) = s.split_once("://") {
+        let mut chars = scheme.chars();
+        return chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+            && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    }
+    if s.starts_with("file:") {
+        return true;
+    }
+    !s.is_empty() && !s.chars().any(char::is_whitespace) && (s.starts_with('~') || s.contains('/'))
+}
+
+/// A string field read as a URI that was not found: say so, naming the field,
+/// so that a label read as a path is recognisable in the error.
+fn note_read_as_uri(e: Error, field: &str) -> Error {
+    match e {
+        Error::NotFound { uri, detail } => {
+            let note = format!("field {field:?} was read as a URI");
+            let detail = if detail.is_empty() { note } else { format!("{detail}; {note}") };
+            Error::NotFound { uri, detail }
+        }
+        e => e,
+    }
 }
 
 /// Whether the slot's decoder is a native plugin op of text values (a string field is its input).
@@ -688,7 +723,7 @@ fn dispatch(sh: Arc<Shared>, builder: Arc<BatchBuilder>, row: usize, idx: u64, r
                         sh.counters.bytes_read.fetch_add(data.len() as u64, Ordering::Relaxed);
                         Ok(Input::Ready(SlotInput::Data(data)))
                     }
-                    Err(e) => Err(e.in_row(RowContext {
+                    Err(e) => Err(note_read_as_uri(e, &sh.plan.slots[si].field).in_row(RowContext {
                         key: rec.key(idx),
                         index: idx,
                         slot: sh.plan.slots[si].name.clone(),
@@ -779,7 +814,7 @@ fn process_row(
                     Some(r) => r,
                     None => pools::block_on(b.read_all(&u)),
                 }
-                .map_err(|e| e.in_row(ctx("read", Some(u.clone()))))?;
+                .map_err(|e| note_read_as_uri(e, &slot.field).in_row(ctx("read", Some(u.clone()))))?;
                 sh.read_took(idx, t0.elapsed().as_nanos() as u64);
                 sh.counters.bytes_read.fetch_add(data.len() as u64, Ordering::Relaxed);
                 (SlotInput::Data(data), Some(u))
@@ -789,7 +824,8 @@ fn process_row(
                 let (size, version) = match known {
                     Some(k) => k,
                     None => {
-                        let meta = pools::block_on(b.head(&u)).map_err(|e| e.in_row(ctx("read", Some(u.clone()))))?;
+                        let meta = pools::block_on(b.head(&u))
+                            .map_err(|e| note_read_as_uri(e, &slot.field).in_row(ctx("read", Some(u.clone()))))?;
                         let version =
                             meta.etag.clone().or_else(|| meta.mtime.map(|t| format!("mtime:{t}"))).unwrap_or_default();
                         if let Some(m) = &sh.opts.metas {

@@ -37,7 +37,7 @@ from typing import Any, Generic, TypeVar
 
 import pluggy
 
-from . import hookspecs
+from . import _native, hookspecs
 from .errors import DataioError, PluginError, UnsupportedSchemeError
 
 BUILTIN = "dataio.builtin"
@@ -53,13 +53,10 @@ HOOK_NAMES: tuple[str, ...] = tuple(n for n in hookspecs.__all__ if n.startswith
 #: ``configure_endpoint``, which takes a scheme a plugin serves or one of
 #: these). Every one is an object store that takes an endpoint. Tests hold
 #: it to what the installed packages register and to the engine's hints.
-SHIPPED_SCHEMES: dict[str, str] = {
-    "s3": "dataio-s3",
-    "r2": "dataio-s3",
-    "gs": "dataio-gcs",
-    "az": "dataio-azure",
-    "hf": "dataio-hf",
-}
+SHIPPED_SCHEMES: dict[str, str] = dict(_native.shipped_schemes()[0])
+#: Other tools' names for those stores (``s3a``, ``gcs``, ``abfs``, ...),
+#: with the scheme dataio takes: refused, naming that spelling.
+SCHEME_ALIASES: dict[str, str] = dict(_native.shipped_schemes()[1])
 
 
 #: What a :class:`PluginProblem` is about.

@@ -116,10 +116,16 @@ def _check_endpoint_scheme(scheme: str) -> None:
     """Refuses a scheme no backend plugin serves: an endpoint set for it
     would be read by nothing (a typo, or ``http`` and ``https``, which no
     plugin serves yet)."""
-    from ._plugins import BUILTIN, SHIPPED_SCHEMES, host
+    from ._plugins import BUILTIN, SCHEME_ALIASES, SHIPPED_SCHEMES, host
 
     if scheme in SHIPPED_SCHEMES:
         return  # known without loading plugins
+    if scheme in SCHEME_ALIASES and scheme not in host.endpoint_schemes():
+        canon = SCHEME_ALIASES[scheme]
+        raise InvalidArgumentError(
+            f"configure_endpoint({scheme!r}, ...): dataio names this store {canon}://; "
+            f"call configure_endpoint({canon!r}, ...) and write {canon}:// URIs"
+        )
     takes = host.endpoint_schemes()  # loads plugins: a third-party backend's scheme
     if scheme in takes:
         return
