@@ -45,6 +45,7 @@ __all__ = [
     "PluginError",
     "CheckpointError",
     "LoaderUsageError",
+    "MissingExtraError",
     "BY_KIND",
 ]
 
@@ -193,6 +194,14 @@ class LoaderUsageError(DataioError, RuntimeError):
     """A loader used where it cannot run: in a process forked after it
     started (create it in the worker), or by two iterations at once (one
     loader per consumer)."""
+
+
+class MissingExtraError(DataioError, builtins.ImportError):
+    """A feature needs third-party packages that are not installed; the
+    message names the extra that brings them (``pip install 'dataio[jax]'``),
+    ``extra`` holds its name."""
+
+    extra: str | None = None
 
 
 def _by_kind() -> dict[str, type[DataioError]]:

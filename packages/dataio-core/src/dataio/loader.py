@@ -151,7 +151,8 @@ def _converter(output: str) -> Callable[[Any], Any]:
             return out
 
         return to_torch
-    if output == "numpy":
+    if output in ("numpy", "jax"):
+        # "jax": host arrays, which dataio.jax.JaxLoader puts on the devices.
         import numpy as np
 
         def to_numpy(t: Any) -> Any:
@@ -166,7 +167,7 @@ def _converter(output: str) -> Callable[[Any], Any]:
         return to_numpy
     if output == "native":
         return lambda t: t
-    raise InvalidArgumentError(f"output must be 'torch', 'numpy' or 'native', got {output!r}")
+    raise InvalidArgumentError(f"output must be 'torch', 'numpy', 'jax' or 'native', got {output!r}")
 
 
 # Every loader of this process that may hold a running epoch. They are
@@ -268,7 +269,12 @@ class Loader:
       native pools), the name of an executor a plugin registered
       (``"ray"``), or an executor object (see :mod:`dataio.contract`). The
       batches are the same whoever executes them.
+    * ``sharding``, ``devices``, ``prefetch_to_device`` — for ``output="jax"``
+      only (see :class:`dataio.jax.JaxLoader`, what ``run("jax")`` returns).
     """
+
+    #: Whether this class turns host batches into device arrays (output="jax").
+    _places_on_devices = False
 
     def __init__(
         self,
@@ -286,7 +292,14 @@ class Loader:
         epoch: int = 0,
         prefetch: int | None = None,
         executor: str | Executor | None = None,
+        sharding: Any = None,
+        devices: Any = None,
+        prefetch_to_device: int = 2,
     ) -> None:
+        if output == "jax" and not self._places_on_devices:
+            raise InvalidArgumentError("output='jax' is made by run('jax') (a dataio.jax.JaxLoader)")
+        if output != "jax" and (sharding is not None or devices is not None):
+            raise InvalidArgumentError(f"sharding= and devices= place batches on JAX devices: they need output='jax', not {output!r}")
         self._pipe = bound.pipeline
         self._records: Iterable[Any] = bound.records
         if self._pipe.shape.kind == "collate":

@@ -13,7 +13,9 @@ every document piece), ``document_ids`` (the piece's number within its row,
 ``-1`` on padding), ``cu_seqlens`` (int32 offsets of every piece in the
 flattened batch, padding runs as pieces of their own, ending at
 ``batch_size * seq_len``: what flash-attention's varlen kernels take) and
-``max_seqlen``. The packing runs natively (:mod:`dataio._native` ``Packer``);
+``max_seqlen``; with ``segment_ids=True`` also ``segment_ids`` and
+``positions`` (the conventions of JAX kernels, derived from
+``document_ids`` and ``position_ids`` per batch). The packing runs natively (:mod:`dataio._native` ``Packer``);
 this module holds the stage's parameters, resolves the end token and drives
 the packer from the loader.
 """
@@ -25,6 +27,8 @@ import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from . import _native
 from .errors import CheckpointError, InvalidArgumentError, PlanError
@@ -60,6 +64,9 @@ class PackSpec:
     window: int
     drop_last: bool
     balance: bool = True
+    # Two more outputs derived from the packed ones: the packing and its
+    # resume are the same, so neither this nor balance is in identity().
+    segment_ids: bool = False
 
     def identity(self) -> str:
         return json.dumps(
@@ -74,7 +81,7 @@ class PackSpec:
 
 def make_spec(
     slot: str, seq_len: int, batch_size: int, strategy: str, add_eos: bool, eos_token: int | str | None,
-    pad_token: int | None, window: int, drop_last: bool, balance: bool = True,
+    pad_token: int | None, window: int, drop_last: bool, balance: bool = True, segment_ids: bool = False,
 ) -> PackSpec:
     if not isinstance(slot, str) or not slot:
         raise PlanError(f"pack(slot): slot must be the name of the tokenized slot, got {slot!r}")
@@ -87,7 +94,8 @@ def make_spec(
         raise PlanError(f"pack(): eos_token must be a token id, a token string or None, got {eos_token!r}")
     if pad_token is not None and (isinstance(pad_token, bool) or not isinstance(pad_token, int)):
         raise PlanError(f"pack(): pad_token must be a token id or None, got {pad_token!r}")
-    return PackSpec(slot, seq_len, batch_size, strategy, bool(add_eos), eos_token, pad_token, window, bool(drop_last), bool(balance))
+    return PackSpec(slot, seq_len, batch_size, strategy, bool(add_eos), eos_token, pad_token, window, bool(drop_last), bool(balance),
+                    bool(segment_ids))
 
 
 def check_slot(spec: PackSpec, slots: Any, batch_transforms: Any) -> Any:
@@ -300,6 +308,19 @@ class ElasticRuns:
         self._units = iter(())
 
 
+def segments_of(document_ids: Any, position_ids: Any) -> dict[str, np.ndarray]:
+    """``segment_ids`` (int32: the piece's number in its row from 1, 0 on
+    padding) and ``positions`` (int32: ``position_ids``, 0 on padding) of
+    a packed batch, as MaxText and splash attention take them; one
+    vectorized pass over the batch."""
+    doc = np.from_dlpack(document_ids)
+    real = doc >= 0
+    return {
+        "segment_ids": (doc + 1).astype(np.int32, copy=False),
+        "positions": np.where(real, np.from_dlpack(position_ids), 0).astype(np.int32, copy=False),
+    }
+
+
 class PackedRun:
     """Drives a :class:`_native.Packer` from an epoch's runs of document
     blocks (one block per internal batch of ``window`` records)."""
@@ -362,6 +383,8 @@ class PackedRun:
             self.fed = position
         out = packer.next_batch()
         assert out is not None, "has_batch() said there is one"
+        if self.spec.segment_ids:
+            out.update(segments_of(out["document_ids"], out["position_ids"]))
         errors, self.errors = self.errors, []
         return out, errors
 

@@ -30,6 +30,7 @@ from ._plugins import BUILTIN, host
 from .cond import Pred
 from .contract import COLLATE_KEY, EpochJob
 from .errors import PlanError
+from .jax import JaxLoader
 from .loader import Loader, epoch_job
 from .packing import DEFAULT_WINDOW, PackSpec, check_slot, make_spec
 from .transforms import Op, plugin_package_hint
@@ -430,6 +431,7 @@ def pack(
     pad_token: int | None = None,
     drop_last: bool = False,
     balance: bool = True,
+    segment_ids: bool = False,
 ) -> BatchStage:
     """Packs the token documents of slot ``slot`` (a ``tokenize`` slot, or
     any slot of int token ids) into ``[batch_size, seq_len]`` batches of
@@ -452,11 +454,15 @@ def pack(
       every rank ends the epoch at the same batch count (a one-int gloo
       collective per batch, so ranks iterate together, as training does;
       see :class:`dataio.packing.Balancer`).
+    * ``segment_ids=True`` adds ``segment_ids`` (int32, the piece's number
+      in its row counted from 1, 0 on padding) and ``positions`` (int32,
+      ``position_ids`` with 0 on padding): the packed-sequence inputs of
+      JAX attention kernels (MaxText, splash attention).
 
     Packing is deterministic in (seed, epoch); ``state_dict()`` holds the
     block and what of it was delivered, so a resume continues with the next
     row without replaying the epoch."""
-    spec = make_spec(slot, seq_len, batch_size, strategy, add_eos, eos_token, pad_token, window, drop_last, balance)
+    spec = make_spec(slot, seq_len, batch_size, strategy, add_eos, eos_token, pad_token, window, drop_last, balance, segment_ids)
     return BatchStage("pack", size=spec.window, prefetch=prefetch, packing=spec)
 
 
@@ -686,9 +692,13 @@ class BoundPipeline:
         epoch: int = 0,
         prefetch: int | None = None,
         executor: str | Executor | None = None,
+        sharding: Any = None,
+        devices: Any = None,
+        prefetch_to_device: int = 2,
     ) -> Loader:
-        """Start the runtime. See :class:`dataio.loader.Loader` for the options."""
-        return Loader(
+        """Start the runtime. See :class:`dataio.loader.Loader` for the options;
+        ``run("jax", ...)`` gives a :class:`dataio.jax.JaxLoader`."""
+        return (JaxLoader if output == "jax" else Loader)(
             self,
             output,
             concurrency=concurrency,
@@ -702,6 +712,9 @@ class BoundPipeline:
             epoch=epoch,
             prefetch=prefetch,
             executor=executor,
+            sharding=sharding,
+            devices=devices,
+            prefetch_to_device=prefetch_to_device,
         )
 
     def epoch_job(
