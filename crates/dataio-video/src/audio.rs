@@ -25,6 +25,10 @@ pub struct AudioSpec {
     pub offset: Offset,
     /// The most samples (all channels) one window may hold.
     pub max_samples: u64,
+    /// A window the audio ends inside is zero-padded to `duration` (else it
+    /// is cut where the audio ends, and the pipeline pads the batch,
+    /// recording each row's length in `<slot>_lengths`).
+    pub pad: bool,
 }
 
 pub const DEFAULT_MAX_SAMPLES: u64 = 1 << 28;
@@ -279,7 +283,11 @@ pub fn decode(source: &dyn Source, index: &FileIndex, spec: &AudioSpec, draw: u6
     if have == 0 && want.is_none() {
         return Err(Error::corrupt(format!("{uri}: no audio samples decoded from {t0:.3} s")));
     }
-    let len = want.unwrap_or(have);
+    let len = match want {
+        Some(n) if !spec.pad => n.min(have),
+        Some(n) => n,
+        None => have,
+    };
     let mut data = vec![0f32; channels * len];
     for (c, o) in out.iter().enumerate() {
         let take = len.min(o.len().saturating_sub(skip));

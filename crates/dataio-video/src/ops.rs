@@ -198,7 +198,8 @@ pub fn audio_spec(p: &Params) -> Result<AudioSpec> {
         return Err(Error::invalid("duration must be > 0"));
     }
     let max_samples = p.int("max_samples", Some(audio::DEFAULT_MAX_SAMPLES as i64), 1)?.unwrap() as u64;
-    Ok(AudioSpec { sample_rate, mono: p.bool("mono")?, duration, offset, max_samples })
+    let pad = !matches!(p.get("pad"), Some(Json::Bool(false)));
+    Ok(AudioSpec { sample_rate, mono: p.bool("mono")?, duration, offset, max_samples, pad })
 }
 
 /// The clip of a paired decode_video (`video_clip`, `clip_start_*`), if any.

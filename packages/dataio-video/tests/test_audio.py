@@ -116,3 +116,38 @@ def test_bad_audio_input(audios: dict[str, Path], videos: dict[str, tuple[Path, 
     assert set(rows(pipe, recs, on_failure="skip")) == {"ok"}
     with pytest.raises(dataio.errors.DataioError, match="max_samples"):
         rows(dataio.pipeline(dataio.slot("audio").decode_audio(max_samples=1000), dataio.batch(1)), recs[:1])
+
+
+def test_windows_the_audio_ends_inside_are_padded_with_their_lengths(audios: dict[str, Path], tmp_path: Path) -> None:
+    """decode_audio(duration=1.0) of a 0.6 s file: zeros after 0.6 s, and
+    ``audio_lengths`` says where the signal ends (the 3 s files: the whole
+    window). Without sample_rate, the batch is padded to its longest row."""
+    from media import write_audio
+
+    short = write_audio(tmp_path / "short.flac", 0.6, codec="flac", rate=16000)
+    recs = [{"key": "long", "audio": str(audios["tone.flac"])}, {"key": "short", "audio": str(short)},
+            {"key": "near_end", "audio": str(audios["tone.wav"])}]
+    pipe = dataio.pipeline(dataio.slot("audio").decode_audio(sample_rate=16000, duration=1.0), dataio.batch(3))
+    with pipe.bind(recs).run("numpy") as loader:
+        b = next(iter(loader))
+    assert b["audio"].shape == (3, 2, 16000) and b["audio_lengths"].dtype == np.int64
+    lengths = dict(zip(b.keys, b["audio_lengths"].tolist()))
+    assert lengths["long"] == 16000 and lengths["near_end"] == 16000 and abs(lengths["short"] - 9600) <= 2, lengths
+    i = list(b.keys).index("short")
+    assert np.abs(b["audio"][i][:, lengths["short"]:]).max() == 0
+    assert np.abs(b["audio"][i][:, 100 : lengths["short"] - 100]).max() > 0.4
+    # An offset 0.6 s before the end of a 3 s file: 0.6 s of signal in a 1 s window.
+    pipe = dataio.pipeline(dataio.slot("audio").decode_audio(sample_rate=16000, duration=1.0, offset=2.4), dataio.batch(1))
+    with pipe.bind(recs[:1]).run("numpy") as loader:
+        b = next(iter(loader))
+    assert b["audio"].shape == (1, 2, 16000) and abs(int(b["audio_lengths"][0]) - 9600) <= 2, b["audio_lengths"]
+    # Every row short, the file's own rate: padded to the longest of the batch.
+    pipe = dataio.pipeline(dataio.slot("audio").decode_audio(duration=1.0), dataio.batch(2))
+    with pipe.bind([recs[1], recs[1]]).run("numpy") as loader:
+        b = next(iter(loader))
+    assert b["audio"].shape[-1] == int(b["audio_lengths"][0]) and abs(int(b["audio_lengths"][0]) - 9600) <= 2
+    # pad=True keeps the window's zeros in the op, without lengths.
+    pipe = dataio.pipeline(dataio.slot("audio").decode_audio(sample_rate=16000, duration=1.0, pad=True), dataio.batch(1))
+    with pipe.bind(recs[1:2]).run("numpy") as loader:
+        b = next(iter(loader))
+    assert b["audio"].shape == (1, 2, 16000) and "audio_lengths" not in b.to_dict()

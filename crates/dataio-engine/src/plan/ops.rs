@@ -526,6 +526,12 @@ pub struct PadToLongest {
     /// the padding value
     #[serde(default)]
     pub value: f64,
+    /// pad to at least this many elements along the padded axis (a fixed shape when no row is longer)
+    #[serde(default)]
+    pub length: Option<u64>,
+    /// the axis to pad: 0 (the first of a row) or -1 (the last: audio `[C, N]`); by default the first, or the last for rows that differ only there
+    #[serde(default)]
+    pub axis: Option<i8>,
 }
 
 fn image_slot() -> String {

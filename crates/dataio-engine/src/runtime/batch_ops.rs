@@ -170,18 +170,36 @@ fn mix(batch: &mut Batch, p: &Mix, s: &mut Stream, cut: bool) -> Result<()> {
 fn pad_to_longest(batch: &mut Batch, p: &PadToLongest) -> Result<()> {
     let name = p.slot.as_str();
     let value = p.value;
+    let min_len = p.length.unwrap_or(0) as usize;
+    if !matches!(p.axis, None | Some(0) | Some(-1)) {
+        return Err(Error::invalid(format!("pad_to_longest: axis must be 0 or -1, got {:?}", p.axis)));
+    }
     let si = slot_index(batch, name, "pad_to_longest")?;
     let rows: Vec<Tensor> = match &batch.slots[si].1 {
         SlotValue::Stacked(t) => {
             let n = t.shape[0];
-            let lens = vec![t.shape.get(1).copied().unwrap_or(1) as i64; n];
-            let lt = Tensor::from_bytes(
-                DType::I64,
-                vec![n],
-                &lens.iter().flat_map(|v| v.to_ne_bytes()).collect::<Vec<_>>(),
-            )?;
-            batch.slots.push((format!("{name}_lengths"), SlotValue::Stacked(lt)));
-            return Ok(());
+            let last = p.axis == Some(-1);
+            let axis_len = if last { t.shape.last().copied() } else { t.shape.get(1).copied() }.unwrap_or(1);
+            if axis_len >= min_len {
+                let lens = vec![axis_len as i64; n];
+                let lt = Tensor::from_bytes(
+                    DType::I64,
+                    vec![n],
+                    &lens.iter().flat_map(|v| v.to_ne_bytes()).collect::<Vec<_>>(),
+                )?;
+                batch.slots.push((format!("{name}_lengths"), SlotValue::Stacked(lt)));
+                return Ok(());
+            }
+            // Shorter than `length`: padded row by row below (views of the stack).
+            let row_bytes = if n == 0 { 0 } else { t.nbytes() / n };
+            (0..n)
+                .map(|i| Tensor {
+                    dtype: t.dtype,
+                    shape: t.shape[1..].to_vec(),
+                    buf: t.buf.clone(),
+                    offset: t.offset + i * row_bytes,
+                })
+                .collect()
         }
         SlotValue::List(items) => items
             .iter()
@@ -194,11 +212,25 @@ fn pad_to_longest(batch: &mut Batch, p: &PadToLongest) -> Result<()> {
     let dtype = first.dtype;
     // Rows that differ only in their last axis (audio, [C, N]) pad that axis.
     let nd = first.shape.len();
-    if nd >= 2
-        && rows.iter().any(|r| r.shape[..] != first.shape[..])
+    let last_axis = match p.axis {
+        Some(a) => a == -1,
+        None => nd >= 2 && rows.iter().any(|r| r.shape[..] != first.shape[..]),
+    };
+    if last_axis
+        && nd >= 2
         && rows.iter().all(|r| r.dtype == dtype && r.shape.len() == nd && r.shape[..nd - 1] == first.shape[..nd - 1])
     {
-        return pad_last_axis(batch, si, name, &rows, value);
+        return pad_last_axis(batch, si, name, &rows, value, min_len);
+    }
+    if p.axis == Some(-1) {
+        return Err(Error::invalid(format!(
+            "pad_to_longest: axis=-1: rows of {name:?} must share dtype and every dim but the last; got {:?} and {:?}",
+            first.shape,
+            rows.iter()
+                .find(|r| r.shape.len() != nd || r.shape[..nd.saturating_sub(1)] != first.shape[..nd.saturating_sub(1)])
+                .map(|r| &r.shape)
+                .unwrap_or(&first.shape)
+        )));
     }
     let tail: Vec<usize> = first.shape.get(1..).map(<[usize]>::to_vec).unwrap_or_default();
     for r in &rows {
@@ -209,7 +241,7 @@ fn pad_to_longest(batch: &mut Batch, p: &PadToLongest) -> Result<()> {
             )));
         }
     }
-    let longest = rows.iter().map(|r| r.shape[0]).max().unwrap_or(0);
+    let longest = rows.iter().map(|r| r.shape[0]).max().unwrap_or(0).max(min_len);
     let inner: usize = tail.iter().product::<usize>() * dtype.size();
     let row_bytes = longest * inner;
     let buf = pooled(row_bytes * rows.len());
@@ -238,12 +270,12 @@ fn pad_to_longest(batch: &mut Batch, p: &PadToLongest) -> Result<()> {
 
 /// [`pad_to_longest`] of rows that share every axis but the last: each row
 /// `[..., n]` becomes `[..., longest]`, `<slot>_lengths` holds each `n`.
-fn pad_last_axis(batch: &mut Batch, si: usize, name: &str, rows: &[Tensor], value: f64) -> Result<()> {
+fn pad_last_axis(batch: &mut Batch, si: usize, name: &str, rows: &[Tensor], value: f64, min_len: usize) -> Result<()> {
     let first = &rows[0];
     let dtype = first.dtype;
     let nd = first.shape.len();
     let lead: usize = first.shape[..nd - 1].iter().product();
-    let longest = rows.iter().map(|r| r.shape[nd - 1]).max().unwrap_or(0);
+    let longest = rows.iter().map(|r| r.shape[nd - 1]).max().unwrap_or(0).max(min_len);
     let size = dtype.size();
     let row_bytes = lead * longest * size;
     let buf = pooled(row_bytes * rows.len());

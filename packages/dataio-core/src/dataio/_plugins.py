@@ -157,10 +157,11 @@ class OpSpec:
     #: A plugin's native table (a ``dataio.op.v1`` capsule; adopted by the
     #: engine once plugins have loaded, then dropped here).
     capsule: Any = dataclasses.field(default=None, compare=False, repr=False)
-    #: ``companions(slot, params) -> (params, [(slot, op, params), ...])``:
+    #: ``companions(slot, params) -> (params, [(slot, op, params) or batch transform, ...])``:
     #: the slots a decoder adds beside its own when a pipeline is built
-    #: (``decode_video(audio=True)`` adds ``<slot>_audio``), or None.
-    companions: Callable[[str, dict[str, Any]], tuple[dict[str, Any], list[tuple[str, str, dict[str, Any]]]]] | None = (
+    #: (``decode_video(audio=True)`` adds ``<slot>_audio``), and the batch
+    #: transforms it implies (``decode_audio(duration=)``: ``pad_to_longest``), or None.
+    companions: Callable[[str, dict[str, Any]], tuple[dict[str, Any], list[Any]]] | None = (
         dataclasses.field(default=None, compare=False, repr=False)
     )
     #: ``prepare(params) -> params``: the parameters as written to those the

@@ -61,9 +61,19 @@ def cutmix(alpha: float = 1.0, *, num_classes: int, slot: str = "image", label: 
     return _make("cutmix", alpha=alpha, num_classes=num_classes, slot=slot, label=label)
 
 
-def pad_to_longest(slot: str, value: float = 0) -> BatchTransform:
-    """Stack a variable-length slot, padding its first axis with ``value``;
-    adds ``<slot>_lengths`` (int64) with each row's original length."""
+def pad_to_longest(slot: str, value: float = 0, *, length: int | None = None, axis: int | None = None) -> BatchTransform:
+    """Stack a variable-length slot, padding each row with ``value`` to the
+    longest row of the batch (at least ``length``); adds ``<slot>_lengths``
+    (int64) with each row's original length. ``axis``: 0 pads the first
+    axis of a row, -1 its last (audio ``[C, N]``); by default the first, or
+    the last for rows that differ only there."""
     if not isinstance(slot, str) or not slot:
         raise PlanError("pad_to_longest: slot must name a slot")
-    return _make("pad_to_longest", slot=slot, value=value)
+    params: dict[str, Any] = {"slot": slot, "value": value}
+    if length is not None:
+        params["length"] = length
+    if axis is not None:
+        if axis not in (0, -1):
+            raise PlanError(f"pad_to_longest: axis must be 0 or -1, got {axis!r}")
+        params["axis"] = axis
+    return _make("pad_to_longest", **params)

@@ -482,6 +482,10 @@ class Pipeline(_Frozen):
         slots: list[Slot] = []
         batch_maps: list[Map] = []
         batch_transforms: list[Any] = []
+        # Batch transforms a decoder implies (decode_audio(duration=) pads
+        # its rows and adds <slot>_lengths): first, unless the pipeline
+        # names the same transform of the same slot itself.
+        implied: list[Any] = []
         shape: BatchStage | None = None
         for i, stage in enumerate(stages):
             where = f"pipeline stage {i}"
@@ -492,10 +496,12 @@ class Pipeline(_Frozen):
                     raise PlanError(f"{where} (slot {stage.name!r}): slots come before the shape stage {shape!r}")
                 if not stage.ops:
                     raise PlanError(f"{where} (slot {stage.name!r}) has no decoder: add .decode_image(), .decode_bytes(), .decode_npy() or .decode_safetensors()")
-                for s in _with_companions(stage):
+                added, transforms = _with_companions(stage)
+                for s in added:
                     if any(other.name == s.name for other in slots):
                         raise PlanError(f"{where}: two slots are named {s.name!r}")
                     slots.append(s)
+                implied.extend(transforms)
             elif isinstance(stage, BatchStage):
                 if shape is not None:
                     raise PlanError(f"{where}: a pipeline has exactly one shape stage; {shape!r} came first, then {stage!r}")
@@ -510,6 +516,8 @@ class Pipeline(_Frozen):
                 raise PlanError(f"{where}: {stage!r} is not a pipeline stage (map, slot, batch/collate/group_by/pack)")
         if not slots:
             raise PlanError("a pipeline needs at least one slot")
+        own = {(t.name, t.params.get("slot")) for t in batch_transforms}
+        batch_transforms[:0] = [t for t in implied if (t.name, t.params.get("slot")) not in own]
         for s in slots:
             _check_plugin_ops(s)
         if shape is None:
@@ -641,28 +649,31 @@ def _op_names(slots: Iterable[Slot]) -> set[str]:
     return names
 
 
-def _with_companions(slot: Slot) -> list[Slot]:
-    """``slot``, and the slots its plugin decoder adds beside it (the op's
-    ``companions``: ``decode_video(audio=True)`` adds ``<slot>_audio``)."""
+def _with_companions(slot: Slot) -> tuple[list[Slot], list[Any]]:
+    """``slot`` and the slots its plugin decoder adds beside it, and the
+    batch transforms it implies (the op's ``companions``:
+    ``decode_video(audio=True)`` adds ``<slot>_audio``; ``decode_audio``
+    with a ``duration`` adds ``pad_to_longest`` of its slot)."""
     first = slot.ops[0] if slot.ops else None
     if not isinstance(first, Op) or first.name in BUILTIN_OPS:
-        return [slot]
+        return [slot], []
     spec = host.op(first.name)
     if spec is None or spec.companions is None:
-        return [slot]
+        return [slot], []
     try:
         params, extra = spec.companions(slot.name, dict(first.params))
         main = T.op(first.name, **params)
+        transforms = [e for e in extra if getattr(e, "_dataio_batch_transform", False)]
         added = [
             Slot(name, field=slot.field, optional=slot.optional, stack=slot.stack, active=slot.active,
                  ops=(T.op(op, **op_params),))
-            for name, op, op_params in extra
+            for name, op, op_params in (e for e in extra if not getattr(e, "_dataio_batch_transform", False))
         ]
     except PlanError as e:
         raise PlanError(f"slot \"{slot.name}\", {e}") from None
     own = Slot(slot.name, field=slot.field, optional=slot.optional, stack=slot.stack, active=slot.active,
                ops=(main, *slot.ops[1:]))
-    return [own, *added]
+    return [own, *added], transforms
 
 
 def pipeline(*stages: Any) -> Pipeline:

@@ -4,11 +4,13 @@ row of the capability report."""
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
 
+import dataio.batch_transforms
 import dataio.errors
 from dataio.hookspecs import CapabilityRegistrar, NamespaceRegistrar, OpRegistrar, hookimpl
 
@@ -20,6 +22,9 @@ VIDEO_PARAMS: dict[str, Any] = {
 }
 AUDIO_PARAMS: dict[str, Any] = {
     "sample_rate": int, "mono": bool, "duration": float, "offset": (float, str), "max_samples": int,
+    # False (what a pipeline sets with duration=): a window the audio ends
+    # inside is cut there, and pad_to_longest pads it, into <slot>_lengths.
+    "pad": bool,
     # The clip of a paired decode_video slot (what audio=True sets up).
     "video_clip": dict, "clip_start_frame": int, "clip_start_time": float, "pair": str,
 }
@@ -51,6 +56,21 @@ def video_companions(slot: str, params: dict[str, Any]) -> tuple[dict[str, Any],
     return params, [(f"{slot}_audio", "decode_audio", audio_params)]
 
 
+def audio_companions(slot: str, params: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
+    """``decode_audio(duration=d)`` in a pipeline: a window the audio ends
+    inside (a 0.6 s file, or an offset near the end) is cut where the audio
+    ends, and the batch is padded with zeros to ``d`` seconds at
+    ``sample_rate`` (to the batch's longest window when the file's own rate
+    is kept), with ``<slot>_lengths`` (int64) holding each row's samples."""
+    duration = params.get("duration")
+    if duration is None or "pair" in params or "pad" in params:
+        return params, []
+    params["pad"] = False
+    rate = params.get("sample_rate")
+    length = math.floor(float(duration) * int(rate) + 0.5) if rate else None
+    return params, [dataio.batch_transforms.pad_to_longest(slot, length=length, axis=-1)]
+
+
 @hookimpl
 def dataio_register_ops(register: OpRegistrar) -> None:
     register("decode_video", _native.op("decode_video"), kind="decode", params=VIDEO_PARAMS,
@@ -60,7 +80,9 @@ def dataio_register_ops(register: OpRegistrar) -> None:
              companions=video_companions)
     register("decode_audio", _native.op("decode_audio"), kind="decode", params=AUDIO_PARAMS,
              description="duration seconds of the first audio stream from offset (seconds or 'random'), "
-                         "float32 [C, N], resampled to sample_rate, downmixed when mono.")
+                         "float32 [C, N], resampled to sample_rate, downmixed when mono; with duration, in a pipeline, "
+                         "a shorter window is zero-padded and <slot>_lengths holds each row's samples.",
+             companions=audio_companions)
     register("video_info", _native.op("video_info"), kind="decode",
              description="What a media file holds (the dataio.video_info verb), as UTF-8 JSON bytes.")
 
