@@ -198,6 +198,17 @@ def plans() -> None:
         put("plan", name, json.dumps(p.to_json()).encode())
 
 
+def texts() -> None:
+    """JSON Lines and CSV shards; a CSV seed's first byte picks the
+    delimiter (low 2 bits: , ; tab |) and typed columns (bit 2)."""
+    put("jsonl", "empty", b"")
+    put("jsonl", "mixed.jsonl", '{"text": "a caption", "n": 1}\n\n{"text": "数据 😀", "meta": {"k": [1, 2.5, null, true]}}\n[1,2]\n"x"\n'.encode())
+    put("csv", "empty", b"\0")
+    put("csv", "typed", b"\x04id,label,score\n1,0,0.5\n2,1,\n3,x,1e3\n")
+    put("csv", "quoted", b'\0path,caption\r\na.jpg,"a cat,\non a ""mat"""\r\n\r\nb.jpg\n')
+    put("csv", "tsv", "\x02a\tb\n1\t数据\n\"x\t".encode())
+
+
 def main() -> None:
     if CORPUS.exists():
         shutil.rmtree(CORPUS)
@@ -215,6 +226,7 @@ def main() -> None:
             put("jpeg_complete", name, data)
             put("jpeg_complete", name + "-cut", data[: len(data) * 4 // 5])
     plans()
+    texts()
     put("shard_index_file", "index", json.dumps(
         {"format": "Tar", "identity": "size=512,etag=e", "payload_len": 512,
          "samples": {"Tar": [{"key": "a", "members": [["jpg", 0, 100]]}]}}).encode())

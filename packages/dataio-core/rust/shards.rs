@@ -56,6 +56,9 @@ impl PyShardSet {
         counted_by: Option<String>,
         before_counting: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
+        let csv = std::sync::Arc::new(
+            dataio_engine::kernels::formats::csv::CsvSpec::parse(format.strip_prefix("csv:")).map_py(py)?,
+        );
         let format = Format::parse(format).map_py(py)?;
         let cache = match cache_dir {
             Some(d) => Some(ShardCache::new(d, cache_bytes).map_py(py)?),
@@ -70,6 +73,7 @@ impl PyShardSet {
             index_dir: index_dir.into(),
             cache,
             parallelism,
+            csv,
         };
         let given = counts.map(|counts| GivenCounts {
             source: counted_by.unwrap_or_else(|| "(a shard index)".to_string()),

@@ -14,6 +14,7 @@ from ._plugins import install_resolver as _install_resolver
 from .config import configure_credentials, configure_endpoint
 from .errors import DataioError
 from .formats import (
+    csv_records,
     iter_tfrecord,
     jsonl_records,
     open_safetensors,
@@ -110,6 +111,7 @@ __all__ = [
     "iter_tfrecord",
     "tfrecord_records",
     "jsonl_records",
+    "csv_records",
     "write_tfrecord",
     "tar_records",
     "write_safetensors",

@@ -1,5 +1,6 @@
 //! Sample formats the pipeline decodes: `.npy` payloads and safetensors files.
 
+pub mod csv;
 pub mod jsonl;
 pub mod npy;
 pub mod safetensors;

@@ -17,6 +17,11 @@ pub enum Format {
     Tar,
     TfRecord,
     Jsonl,
+    /// Rows after a header row; the delimiter splits fields (and, through
+    /// quoting, decides where rows end).
+    Csv {
+        delimiter: u8,
+    },
 }
 
 impl Format {
@@ -25,7 +30,11 @@ impl Format {
             "tar" => Ok(Format::Tar),
             "tfrecord" => Ok(Format::TfRecord),
             "jsonl" => Ok(Format::Jsonl),
-            other => Err(Error::invalid(format!("unknown shard format {other:?} (tar, tfrecord or jsonl)"))),
+            "csv" => Ok(Format::Csv { delimiter: b',' }),
+            spec if spec.starts_with("csv:") => {
+                Ok(Format::Csv { delimiter: crate::kernels::formats::csv::CsvSpec::parse(Some(&spec[4..]))?.delimiter })
+            }
+            other => Err(Error::invalid(format!("unknown shard format {other:?} (tar, tfrecord, jsonl or csv)"))),
         }
     }
     pub fn name(self) -> &'static str {
@@ -33,6 +42,7 @@ impl Format {
             Format::Tar => "tar",
             Format::TfRecord => "tfrecord",
             Format::Jsonl => "jsonl",
+            Format::Csv { .. } => "csv",
         }
     }
 }
@@ -51,6 +61,11 @@ pub enum Samples {
     TfRecord(Vec<(u64, u64)>),
     /// Each non-blank line `(offset, len)`.
     Jsonl(Vec<(u64, u64)>),
+    /// The header's column names, and each row after it `(offset, len)`.
+    Csv {
+        header: Vec<String>,
+        rows: Vec<(u64, u64)>,
+    },
 }
 
 /// What one shard holds, and which version of it.
@@ -68,7 +83,7 @@ impl ShardIndex {
     pub fn len(&self) -> usize {
         match &self.samples {
             Samples::Tar(s) => s.len(),
-            Samples::TfRecord(s) | Samples::Jsonl(s) => s.len(),
+            Samples::TfRecord(s) | Samples::Jsonl(s) | Samples::Csv { rows: s, .. } => s.len(),
         }
     }
 
@@ -82,7 +97,9 @@ impl ShardIndex {
         let fits = |off: u64, len: u64| off.checked_add(len).is_some_and(|end| end <= self.payload_len);
         match &self.samples {
             Samples::Tar(s) => s.iter().all(|t| t.members.iter().all(|(_, off, len)| fits(*off, *len))),
-            Samples::TfRecord(r) | Samples::Jsonl(r) => r.iter().all(|&(off, len)| fits(off, len)),
+            Samples::TfRecord(r) | Samples::Jsonl(r) | Samples::Csv { rows: r, .. } => {
+                r.iter().all(|&(off, len)| fits(off, len))
+            }
         }
     }
 
@@ -97,6 +114,10 @@ impl ShardIndex {
                     .collect(),
             ),
             Format::Jsonl => Samples::Jsonl(crate::kernels::formats::jsonl::split_lines(uri, payload)?),
+            Format::Csv { delimiter } => {
+                let (header, rows) = crate::kernels::formats::csv::split_rows(uri, payload, delimiter)?;
+                Samples::Csv { header, rows }
+            }
         };
         Ok(ShardIndex { format, identity, payload_len: payload.len() as u64, samples })
     }

@@ -45,6 +45,8 @@ pub struct ShardSetOptions {
     pub cache: Option<ShardCache>,
     /// Shards indexed at once when the set opens.
     pub parallelism: usize,
+    /// How CSV rows become fields (the columns read as typed values).
+    pub csv: std::sync::Arc<crate::kernels::formats::csv::CsvSpec>,
 }
 
 /// Sample counts (and sizes, where known) from a shard index written beside
@@ -499,7 +501,7 @@ impl ShardSet {
                 open
             }
         };
-        let record = make_record(&self.shards[s], &open, k, None)?;
+        let record = make_record(&self.shards[s], &open, k, None, &self.opts.csv)?;
         if let Some(b) = &record.broken {
             return Err(Error::corrupt(&b.0, &b.1, b.2.clone()));
         }
@@ -509,7 +511,13 @@ impl ShardSet {
 }
 
 /// Builds sample `k` of an open shard, with only `fields` (all when None).
-fn make_record(shard: &Shard, open: &Open, k: usize, fields: Option<&[String]>) -> Result<Record> {
+fn make_record(
+    shard: &Shard,
+    open: &Open,
+    k: usize,
+    fields: Option<&[String]>,
+    csv: &crate::kernels::formats::csv::CsvSpec,
+) -> Result<Record> {
     let wanted = |name: &str| fields.is_none_or(|f| f.iter().any(|x| x == name));
     let mut out: Vec<(String, Value)> = Vec::new();
     let origin;
@@ -565,6 +573,31 @@ fn make_record(shard: &Shard, open: &Open, k: usize, fields: Option<&[String]>) 
             origin = format!("{}#L{line}", shard.uri);
             let fields = match jsonl::parse_line(&shard.uri, line, &open.payload[off as usize..(off + n) as usize]) {
                 Ok(f) => f.into_iter().map(|(k, v)| (k, Value::from_json(v))).collect(),
+                // The row fails, not the batch: skip skips it (see Record::broken).
+                Err(Error::Corrupt { uri, what, detail }) => {
+                    broken = Some(Arc::new((uri, what, detail)));
+                    Vec::new()
+                }
+                Err(e) => return Err(e),
+            };
+            let has_key = fields.iter().any(|(name, v)| name == "key" && matches!(v, Value::Str(_)));
+            out.extend(fields.into_iter().filter(|(name, _)| wanted(name)));
+            if !has_key && wanted("key") {
+                out.retain(|(name, _)| name != "key");
+                out.push(("key".into(), Value::Str(origin.clone())));
+            }
+            if wanted("__url__") {
+                out.push(("__url__".into(), Value::Str(shard.uri.clone())));
+            }
+        }
+        Samples::Csv { header, rows } => {
+            use crate::kernels::formats::csv as csvfmt;
+            let (off, n) = rows[k];
+            let line = csvfmt::line_number(&open.payload, off);
+            origin = format!("{}#L{line}", shard.uri);
+            let text = &open.payload[off as usize..(off + n) as usize];
+            let fields = match csvfmt::parse_row(&shard.uri, line, header, text, csv) {
+                Ok(f) => f,
                 // The row fails, not the batch: skip skips it (see Record::broken).
                 Err(Error::Corrupt { uri, what, detail }) => {
                     broken = Some(Arc::new((uri, what, detail)));
@@ -649,7 +682,7 @@ impl RecordSource for ShardSource {
             self.ensure_open(s)?;
             current.insert(s);
             let open = &self.open[&s];
-            out.push(make_record(&self.set.shards[s], open, k, Some(&self.fields))?);
+            out.push(make_record(&self.set.shards[s], open, k, Some(&self.fields), &self.set.opts.csv)?);
             let share = open.payload.len() as u64 * 1000 / self.set.shards[s].count.max(1);
             self.set.report_delivered(share);
         }
@@ -766,6 +799,7 @@ mod tests {
             index_dir: dir.join("index"),
             cache: Some(ShardCache::new(dir.join("cache"), 1 << 30).unwrap()),
             parallelism: 4,
+            csv: Default::default(),
         }
     }
 

@@ -2,6 +2,7 @@
 TFRecord and tar shards. Every reader works on any URI scheme the IO layer
 serves; local files are memory-mapped where that avoids a copy."""
 
+from .csv import csv_records
 from .image import read_image
 from .jsonl import jsonl_records
 from .numpy import read_numpy
@@ -36,6 +37,7 @@ __all__ = [
     "iter_tfrecord",
     "tfrecord_records",
     "jsonl_records",
+    "csv_records",
     "write_tfrecord",
     "tar_records",
 ]
