@@ -61,6 +61,9 @@ PYTHON = "3.11"
 # libfabric-dev's headers build dataio-rdma's shim, whose tests load
 # libfabric1 (a dependency of libfabric-bin, which brings fi_info).
 SYSTEM_PACKAGES = {"nasm": "nasm", "fi_info": "libfabric-bin", "/usr/include/rdma/fabric.h": "libfabric-dev"}
+# valgrind: crates/dataio-engine/tests/plugin_resume.rs runs its resume loop
+# under memcheck in every `nox -s tests` (issue 43's pooled-buffer path).
+SYSTEM_PACKAGES |= {"valgrind": "valgrind"}
 # dataio-video links the system's FFmpeg (Debian 12: 5.1): its headers and
 # pkg-config files, libclang for ffmpeg-sys-next's bindgen, and the ffmpeg
 # CLI that writes some of the test media. The core never needs them.
