@@ -80,6 +80,12 @@ with the ImageNet mean/std to float32 CHW, batches of ``--batch``):
   the few consecutive shards it spans).
 * ``dataio-wide`` — the same with ``shuffle_window=--wide-window`` (dataio's
   default window, 8192).
+* ``dataio-quarter`` — ``dataio`` with ``cache_bytes`` a quarter of the
+  dataset (remotely; locally the same as ``dataio``): a cache below the
+  working set, as it always is at scale. The epoch completes, each shard is
+  fetched about once (those that do not fit beside the open ones are read
+  into memory; the loader warns, naming the budget that would fit), and the
+  store is asked one HEAD per shard per epoch.
 * ``dataio-full-decode`` — ``dataio`` with ``decode_image(...,
   dct_scaling=False)``: every JPEG decoded at full size, as PIL does below
   (dataio's default decodes at 1/2, 1/4, ... in the DCT when the result is
@@ -211,7 +217,8 @@ SIDE = (200, 500)  # each side of a stored image, px
 SHORT, CROP = 160, 128
 DATA_VERSION = 1
 PEER_FORMAT_VERSION = 1
-CANDIDATES = ("storage", "dataio", "dataio-spread1", "dataio-wide", "dataio-full-decode", "webdataset", "streaming", "litdata")
+CANDIDATES = ("storage", "dataio", "dataio-spread1", "dataio-wide", "dataio-quarter", "dataio-full-decode", "webdataset",
+              "streaming", "litdata")
 SOURCES = ("astronaut", "coffee", "chelsea", "rocket")
 # The remote store: nginx serving the dataset folder as this bucket; the keys
 # are dummies (nginx checks no signature), the clients sign with them anyway.
@@ -567,7 +574,8 @@ def _dataio_epoch(loader: Any) -> Batches:
 
 
 def dataio_epochs(
-    cfg: Config, tag: str, window: int, seed: int | None, dct_scaling: bool = True, spread: int | None = None
+    cfg: Config, tag: str, window: int, seed: int | None, dct_scaling: bool = True, spread: int | None = None,
+    cache_bytes: int | None = None,
 ) -> Iterator[Batches]:
     import dataio
 
@@ -575,6 +583,8 @@ def dataio_epochs(
     kw: dict[str, Any] = {"index_dir": str(base / "index")}
     if cfg.store.remote:
         kw["cache_dir"] = str(base / "cache")
+        if cache_bytes is not None:
+            kw["cache_bytes"] = cache_bytes
     if spread is not None:
         kw["shuffle_spread"] = spread
     recs = dataio.tar_records(cfg.store.dataio_pattern(), shuffle_window=window, **kw)
@@ -1417,6 +1427,10 @@ def main(argv: list[str] | None = None) -> int:
                               clear("dataio-spread1")),
         "dataio-wide": Row("dataio-wide", f"dataio, shuffle_window={cfg.wide_window}, seed={seed}",
                            lambda r: dataio_epochs(cfg, "dataio-wide", cfg.wide_window, seed), clear("dataio-wide")),
+        "dataio-quarter": Row("dataio-quarter", f"dataio, window {cfg.window}, cache_bytes = 1/4 dataset",
+                              lambda r: dataio_epochs(cfg, "dataio-quarter", cfg.window, seed,
+                                                      cache_bytes=cfg.dataset_bytes // 4),
+                              clear("dataio-quarter")),
         "dataio-full-decode": Row("dataio-full-decode", f"dataio, window {cfg.window}, dct_scaling=False",
                                   lambda r: dataio_epochs(cfg, "dataio-full-decode", cfg.window, seed, dct_scaling=False),
                                   clear("dataio-full-decode")),

@@ -151,6 +151,13 @@ impl PyShardSet {
         d.set_item("shards_opened", opened)?;
         d.set_item("shards_prefetched", prefetched)?;
         d.set_item("store_bytes_read", read)?;
+        let (heads, gets, refetched, refetched_uris) = self.inner.requests();
+        let requests = PyDict::new(py);
+        requests.set_item("HEAD", heads)?;
+        requests.set_item("GET", gets)?;
+        d.set_item("requests", requests)?;
+        d.set_item("shards_refetched", refetched)?;
+        d.set_item("refetched_shards", refetched_uris)?;
         let (delivered, host) = self.inner.traffic();
         d.set_item("delivered_bytes", delivered)?;
         if let Some((added, served)) = host {
@@ -163,6 +170,10 @@ impl PyShardSet {
             d.set_item("cache_misses", s.misses.load(Ordering::Relaxed))?;
             d.set_item("cache_bytes_fetched", s.bytes_fetched.load(Ordering::Relaxed))?;
             d.set_item("cache_evictions", s.evictions.load(Ordering::Relaxed))?;
+            d.set_item("cache_uncached", s.uncached.load(Ordering::Relaxed))?;
+            d.set_item("cache_uncached_bytes", s.uncached_bytes.load(Ordering::Relaxed))?;
+            d.set_item("cache_short_need", s.short_need.load(Ordering::Relaxed))?;
+            d.set_item("cache_working_set", self.inner.working_set())?;
             d.set_item("cache_bytes_used", c.used().map_py(py)?)?;
             d.set_item("cache_budget", c.budget())?;
         }

@@ -226,6 +226,11 @@ impl Scheduled {
         }
         let pos = self.schedule.position();
         let count = self.schedule.count();
+        let soon = (self.window_per_rank + 2 * self.size as u64) as usize;
+        if self.hinted == 0 {
+            let schedule = &self.schedule;
+            self.source.epoch_reads(&mut (pos..count).map(|p| schedule.index_at(p)), soon);
+        }
         if self.hinted >= count || self.hinted > pos + self.lookahead / 2 {
             return;
         }
@@ -233,7 +238,6 @@ impl Scheduled {
         let to = (pos + self.lookahead).min(count);
         let upcoming: Vec<u64> = (pos..to).map(|p| self.schedule.index_at(p)).collect();
         self.hinted = to;
-        let soon = (self.window_per_rank + 2 * self.size as u64) as usize;
         self.source.will_need(&upcoming, soon);
     }
 

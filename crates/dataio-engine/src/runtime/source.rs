@@ -30,6 +30,11 @@ pub trait RecordSource: Send {
     /// fetching what they live in (shards) ahead of `get`. The first `soon`
     /// come within the next few batches (worth keeping open).
     fn will_need(&mut self, _indices: &[u64], _soon: usize) {}
+    /// Every record this run of the epoch will read, in order, once before
+    /// the first: a source may learn when it is done with what it stores
+    /// (a shard's last record), to let it go first. `soon` is as in
+    /// `will_need`: reads closer than that keep what they read open.
+    fn epoch_reads(&mut self, _indices: &mut dyn Iterator<Item = u64>, _soon: usize) {}
 }
 
 /// An in-memory source, for tests and for record lists built natively.

@@ -115,6 +115,9 @@ class StatsReport:
                 )
             if "host_fetch_to_delivery" in s:
                 line += f"; host {s.get('host', 0)} fetched {s['host_fetch_to_delivery']:.2f}x what its ranks delivered"
+            req = s.get("requests")
+            if isinstance(req, dict) and req:
+                line += "; requests " + ", ".join(f"{k} {v}" for k, v in req.items())
             lines.append(line)
         lines += [f"  hint: {h}" for h in self.hints]
         return "\n".join(lines)
@@ -274,12 +277,40 @@ def describe_stats(
             "fetched more than once (a cache budget below the open windows evicts them before they are read through, "
             "or the hosts are not named: shard={'hosts': N}, or torchrun's LOCAL_WORLD_SIZE)"
         )
+    short = cache_short_note(shards) if isinstance(shards, dict) else None
+    if short:
+        hints.append(short)
     slowest_source = _slowest_source(after.get("source_reads"), before.get("source_reads") if before else None)
     return StatsReport(
         dt, rates, per_record_ms, busy, queues, waiting_on, verdict, hints,
         slowest if isinstance(slowest, dict) else None,
         shards if isinstance(shards, dict) and "shards_opened" in shards else None,
         slowest_source,
+    )
+
+
+def cache_short_note(source: Mapping[str, Any]) -> str | None:
+    """What to say when the shard cache is below the working set (the
+    shards an epoch reads at once, each from its first record to its last):
+    some shards are then fetched more than once, or read into memory
+    uncached when not even the open ones fit; and the budget that fetches
+    each once."""
+    budget = int(source.get("cache_budget", 0) or 0)
+    working = int(source.get("cache_working_set", 0) or 0)
+    uncached = int(source.get("cache_uncached", 0) or 0)
+    need = max(working, int(source.get("cache_short_need", 0) or 0))
+    if not budget or (not uncached and working <= budget):
+        return None
+    what = (
+        f"{uncached} shards ({int(source.get('cache_uncached_bytes', 0)) / 1e6:,.1f} MB) did not fit beside the open "
+        "ones and were read into memory, uncached, and read-ahead stopped"
+        if uncached
+        else "shards it evicts come back later in the epoch and are fetched again"
+    )
+    return (
+        f"the shard cache ({budget / 1e6:,.1f} MB) is below the working set of this epoch's shards "
+        f"({need / 1e6:,.1f} MB read at once at the peak): {what}; cache_bytes={need} would fetch each shard once "
+        "(or shrink shuffle_window / shuffle_spread)"
     )
 
 

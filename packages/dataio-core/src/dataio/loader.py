@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, cast
 
 from . import _native
-from ._stats import StatsReport, describe_stats
+from ._stats import StatsReport, cache_short_note, describe_stats
 from .contract import (
     COLLATE_KEY,
     EpochJob,
@@ -333,6 +333,7 @@ class Loader:
         self._order = order
         self._skip = on_failure == "skip"
         self._warned_dropped = False  # a batch whose every row failed was dropped (warned once)
+        self._warned_short_cache = False  # the shard cache was below the working set (warned once)
         self._log = log_errors
         self._seed = seed
         self._context = context
@@ -585,6 +586,7 @@ class Loader:
             finally:
                 self._wait_seconds += time.perf_counter() - t0
             if raw is None:
+                self._warn_short_cache()
                 return None
             # The native position: after the contiguous prefix of delivered
             # batches. With order="completion" this batch may have overtaken an
@@ -593,6 +595,20 @@ class Loader:
             if raw.keys:
                 return self._wrap(raw)
             self._drop_failed(raw)
+
+    def _warn_short_cache(self) -> None:
+        """At an epoch's end, once per loader: a shard cache below the
+        working set served some shards from memory instead of failing; say
+        so, with the budget that would have held them."""
+        if self._warned_short_cache:
+            return
+        stats = getattr(self._records, "_dataio_source_stats", None)
+        if not callable(stats):
+            return
+        note = cache_short_note(stats())
+        if note:
+            self._warned_short_cache = True
+            warnings.warn(f"dataio: {note}", RuntimeWarning, stacklevel=4)
 
     def _drop_failed(self, raw: ExecutedBatch) -> None:
         """A batch whose every row failed (``on_failure="skip"``) is not

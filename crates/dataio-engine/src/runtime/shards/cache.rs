@@ -9,12 +9,21 @@
 //! * A reader holds a shared `flock` on the entry for as long as any slice
 //!   of its map is alive; eviction takes the exclusive lock without waiting
 //!   and skips what it cannot take, so a shard being read is never evicted.
-//! * A miss downloads into memory, then under `DIR/lock` evicts the least
-//!   recently used entries (by mtime, touched on every open) until the new
-//!   one fits, writes it as `.partial` and renames it: readers see whole
-//!   payloads or nothing. When every other entry is being read it waits for
-//!   readers to move on (60 s), then fails with a typed error naming the
-//!   shard; nothing is left behind.
+//! * A miss downloads into memory, then under `DIR/lock` evicts entries
+//!   nobody reads, oldest mtime first, until the new one fits, writes it as
+//!   `.partial` and renames it: readers see whole payloads or nothing. An
+//!   entry's mtime says when it is next wanted, as far as its readers know:
+//!   touched on every open, set far back when a reader's epoch will not
+//!   read it again ([`ShardCache::retire`]), and set back by how far ahead
+//!   its next read is when a reader closes it or fetches it ahead
+//!   ([`ShardCache::wanted_at`]); so eviction takes what the epoch is done
+//!   with first, then what it wants last.
+//! * A shard that does not fit (the budget is below the working set: the
+//!   entries being read fill it, or one shard is over the whole budget) is
+//!   not an error: `get` serves the fetched payload from memory, uncached,
+//!   and counts it (`uncached`, and `short_need`: the budget that would have
+//!   held it beside what was being read), so the loader can say once by how
+//!   much the cache is short. No configuration of the budget ends an epoch.
 //! * The writer of an entry is whoever holds an exclusive `flock` on the
 //!   inode the `.partial` path names *now*. Opening `.partial` (created if
 //!   missing, never replaced) and locking it are two steps, so a file one
@@ -54,6 +63,12 @@ pub struct CacheStats {
     pub misses: AtomicU64,
     pub bytes_fetched: AtomicU64,
     pub evictions: AtomicU64,
+    /// Payloads served from memory because they did not fit.
+    pub uncached: AtomicU64,
+    pub uncached_bytes: AtomicU64,
+    /// The largest budget a payload that did not fit needed (the bytes
+    /// being read then, plus it): what `cache_bytes` would have to be.
+    pub short_need: AtomicU64,
 }
 
 #[derive(Debug, Clone)]
@@ -187,7 +202,7 @@ impl ShardCache {
         Ok(ShardCache {
             dir,
             budget,
-            wait: Duration::from_secs(60),
+            wait: Duration::ZERO,
             stats: Arc::new(CacheStats::default()),
             #[cfg(test)]
             hook: None,
@@ -293,13 +308,21 @@ impl ShardCache {
                 check_private(&partial, &meta, "partial shard cache entry")?;
             }
             // The writer always returns: `fetch` runs once at most.
-            return match self.fill(uri, &path, &partial, &mut file, &meta, fetch) {
-                Ok(Some(hit)) => {
+            return match self.fill(&path, &partial, &mut file, &meta, fetch) {
+                Ok(Filled::Hit(hit)) => {
                     // Published meanwhile: ours is an empty leftover.
                     let _ = std::fs::remove_file(&partial);
                     Ok(hit)
                 }
-                Ok(None) => {
+                Ok(Filled::Uncached(data)) => {
+                    // It did not fit: served from memory. Our `.partial`
+                    // (empty, still ours) goes; a waiter then fetches its own.
+                    if names(&partial, &meta) {
+                        let _ = std::fs::remove_file(&partial);
+                    }
+                    Ok(data)
+                }
+                Ok(Filled::Added) => {
                     // SAFETY: as in `open`: the entry is published and never
                     // written again, and the shared lock `add` left on it
                     // keeps it from eviction while this map is alive.
@@ -319,29 +342,76 @@ impl ShardCache {
     }
 
     /// As the writer of `partial` (its lock held, its path checked): the
-    /// entry if someone published it meanwhile, or `None` once `fetch`'s
-    /// payload is written into `file` and published (see `add`).
+    /// entry if someone published it meanwhile, `Added` once `fetch`'s
+    /// payload is written into `file` and published (see `add`), or the
+    /// payload itself when it does not fit.
     fn fill(
         &self,
-        uri: &str,
         path: &Path,
         partial: &Path,
         file: &mut File,
         meta: &Metadata,
         fetch: impl FnOnce() -> Result<Bytes>,
-    ) -> Result<Option<Bytes>> {
+    ) -> Result<Filled> {
         if let Some(hit) = self.open(path)? {
             self.stats.hits.fetch_add(1, Ordering::Relaxed);
-            return Ok(Some(hit));
+            return Ok(Filled::Hit(hit));
         }
         if meta.mode() & 0o7777 != 0o600 {
             file.set_permissions(Permissions::from_mode(0o600)).map_err(|e| io(partial, e))?;
         }
         file.set_len(0).map_err(|e| io(partial, e))?;
         let data = fetch()?;
-        self.add(uri, path, partial, file, &data)?;
         self.stats.misses.fetch_add(1, Ordering::Relaxed);
-        Ok(None)
+        if !self.add(path, partial, file, &data)? {
+            self.stats.uncached.fetch_add(1, Ordering::Relaxed);
+            self.stats.uncached_bytes.fetch_add(data.len() as u64, Ordering::Relaxed);
+            return Ok(Filled::Uncached(data));
+        }
+        Ok(Filled::Added)
+    }
+
+    /// Marks the entry of `uri` at `identity` as one its reader's epoch will
+    /// not read again: first to be evicted (its mtime set far back). A
+    /// reader that opens it later touches it back.
+    pub fn retire(&self, uri: &str, identity: &str) {
+        self.set_mtime(uri, identity, SystemTime::UNIX_EPOCH + Duration::from_secs(1));
+    }
+
+    /// Says when the entry's reader will next read it: at record `at` of
+    /// an epoch that began at `base` (its mtime set `at` seconds before
+    /// `base`), so that of the entries nobody is reading, the one wanted
+    /// last is evicted first (Belady's rule, as far as one reader knows the
+    /// order). Positions, not wall time: a slow epoch orders the same.
+    pub fn wanted_at(&self, uri: &str, identity: &str, base: SystemTime, at: u64) {
+        let back = Duration::from_secs(at.min(1 << 30));
+        let t = base
+            .checked_sub(back)
+            .unwrap_or(SystemTime::UNIX_EPOCH)
+            .max(SystemTime::UNIX_EPOCH + Duration::from_secs(2));
+        self.set_mtime(uri, identity, t);
+    }
+
+    fn set_mtime(&self, uri: &str, identity: &str, t: SystemTime) {
+        if let Ok(f) = File::open(self.entry(uri, identity)) {
+            let _ = f.set_modified(t);
+        }
+    }
+
+    /// Whether `need` more bytes fit without evicting an entry someone may
+    /// still read: beside every entry but the retired ones. Read-ahead asks
+    /// this first, so it never pushes out what an epoch comes back to.
+    pub fn has_room(&self, need: u64) -> bool {
+        let retired = SystemTime::UNIX_EPOCH + Duration::from_secs(1);
+        match self.entries() {
+            Ok(entries) => entries.iter().filter(|e| e.2 > retired).map(|e| e.1).sum::<u64>() + need <= self.budget,
+            Err(_) => false,
+        }
+    }
+
+    /// Whether some payload did not fit (the budget is below the working set).
+    pub fn is_short(&self) -> bool {
+        self.stats.uncached.load(Ordering::Relaxed) > 0
     }
 
     /// Maps a complete entry under a shared lock, touching it for LRU.
@@ -370,11 +440,15 @@ impl ShardCache {
 
     /// Writes `data` into `file` (the locked `partial`), syncs it, renames
     /// it to `path`, and keeps a shared lock on it: from then on the file
-    /// is a published entry we read.
-    fn add(&self, uri: &str, path: &Path, partial: &Path, file: &mut File, data: &[u8]) -> Result<()> {
+    /// is a published entry we read. `false` (nothing written) when it does
+    /// not fit: over the whole budget, or beside the entries being read
+    /// once `wait` has passed (0 by default: the entries being read are
+    /// most often this process's own).
+    fn add(&self, path: &Path, partial: &Path, file: &mut File, data: &[u8]) -> Result<bool> {
         let need = data.len() as u64;
         if need > self.budget {
-            return Err(full(uri, need, self.budget, "larger than the whole budget"));
+            self.stats.short_need.fetch_max(need, Ordering::Relaxed);
+            return Ok(false);
         }
         let lock_path = self.dir.join("lock");
         let lock = OpenOptions::new()
@@ -390,27 +464,26 @@ impl ShardCache {
         let deadline = std::time::Instant::now() + self.wait;
         loop {
             lock.lock().map_err(|e| io(&lock_path, e))?;
-            if self.make_room(need)? {
+            let held = self.make_room(need)?;
+            if held + need <= self.budget {
                 break;
             }
             let _ = lock.unlock();
             if std::time::Instant::now() >= deadline {
-                return Err(full(
-                    uri,
-                    need,
-                    self.budget,
-                    "the other entries are being read; raise cache_bytes or shrink the shuffle window",
-                ));
+                self.stats.short_need.fetch_max(held + need, Ordering::Relaxed);
+                return Ok(false);
             }
             std::thread::sleep(Duration::from_millis(25));
         }
-        file.write_all(data).map_err(|e| {
-            if e.kind() == std::io::ErrorKind::StorageFull {
-                full(uri, need, self.budget, "the disk is full")
-            } else {
-                io(partial, e)
+        match file.write_all(data) {
+            Ok(()) => {}
+            // A full disk is a smaller cache than asked: served from memory.
+            Err(e) if e.kind() == std::io::ErrorKind::StorageFull => {
+                let _ = file.set_len(0);
+                return Ok(false);
             }
-        })?;
+            Err(e) => return Err(io(partial, e)),
+        }
         file.sync_data().map_err(|e| io(partial, e))?;
         std::fs::rename(partial, path).map_err(|e| io(path, e))?;
         // From writer to reader. Converting a flock is not atomic (it is
@@ -420,7 +493,7 @@ impl ShardCache {
         file.lock_shared().map_err(|e| io(path, e))?;
         self.stats.bytes_fetched.fetch_add(need, Ordering::Relaxed);
         self.count_added(need);
-        Ok(())
+        Ok(true)
     }
 
     /// Adds `n` to the host-wide counter file `DIR/<name>` (every
@@ -477,9 +550,10 @@ impl ShardCache {
         self.counter("delivered")
     }
 
-    /// Evicts least recently used entries nobody reads until `need` more
-    /// bytes fit; whether they do. Called under `DIR/lock`.
-    fn make_room(&self, need: u64) -> Result<bool> {
+    /// Evicts entries nobody reads, oldest mtime first (see the module's
+    /// notes), until `need` more bytes fit; the bytes left in the cache.
+    /// Called under `DIR/lock`.
+    fn make_room(&self, need: u64) -> Result<u64> {
         let mut entries = self.entries()?;
         let mut used: u64 = entries.iter().map(|e| e.1).sum();
         entries.sort_by_key(|e| e.2);
@@ -494,7 +568,7 @@ impl ShardCache {
                 }
             }
         }
-        Ok(used + need <= self.budget)
+        Ok(used)
     }
 
     /// Complete entries: (path, size, mtime).
@@ -520,14 +594,14 @@ impl ShardCache {
     }
 }
 
-fn full(uri: &str, need: u64, budget: u64, why: &str) -> Error {
-    Error::Io {
-        uri: uri.to_string(),
-        source: std::io::Error::new(
-            std::io::ErrorKind::StorageFull,
-            format!("the shard cache cannot take this shard ({need} bytes, budget {budget} bytes): {why}"),
-        ),
-    }
+/// What the writer of a missing entry did.
+enum Filled {
+    /// Someone published it meanwhile.
+    Hit(Bytes),
+    /// Fetched, written and published (the file is ours, shared-locked).
+    Added,
+    /// Fetched, but it does not fit: served from memory.
+    Uncached(Bytes),
 }
 
 #[cfg(test)]
@@ -551,9 +625,20 @@ mod tests {
         assert!(!c.contains("s3://b/a", "1"));
         assert!(c.contains("s3://b/b", "1") && c.contains("s3://b/c", "1"));
         assert!(c.used().unwrap() <= 250);
+        // Retired ('c': its reader is done with it) goes before 'b', older but wanted;
+        // protected (prefetched, unread) stays over both.
+        c.retire("s3://b/c", "1");
+        c.get("s3://b/d", "1", || Ok(Bytes::from(vec![4u8; 100]))).unwrap();
+        assert!(!c.contains("s3://b/c", "1") && c.contains("s3://b/b", "1"));
+        // 'b' wanted at record 10, 'd' at 1000: 'd' goes first.
+        let base = SystemTime::now();
+        c.wanted_at("s3://b/b", "1", base, 10);
+        c.wanted_at("s3://b/d", "1", base, 1000);
+        c.get("s3://b/e", "1", || Ok(Bytes::from(vec![5u8; 100]))).unwrap();
+        assert!(c.contains("s3://b/b", "1") && !c.contains("s3://b/d", "1"));
         let s = &c.stats;
-        assert_eq!((s.hits.load(Ordering::Relaxed), s.misses.load(Ordering::Relaxed)), (1, 3));
-        assert_eq!((s.bytes_fetched.load(Ordering::Relaxed), s.evictions.load(Ordering::Relaxed)), (300, 1));
+        assert_eq!((s.hits.load(Ordering::Relaxed), s.misses.load(Ordering::Relaxed)), (1, 5));
+        assert_eq!((s.bytes_fetched.load(Ordering::Relaxed), s.evictions.load(Ordering::Relaxed)), (500, 3));
     }
 
     #[test]
@@ -561,8 +646,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let c = ShardCache::new(dir.path(), 150).unwrap().with_wait(Duration::from_millis(100));
         let held = c.get("u1", "1", || Ok(Bytes::from(vec![1u8; 100]))).unwrap();
-        let e = c.get("u2", "1", || Ok(Bytes::from(vec![2u8; 100]))).unwrap_err();
-        assert!(e.to_string().contains("u2") && e.to_string().contains("being read"), "{e}");
+        // It does not fit beside the entry being read: served from memory, uncached.
+        let got = c.get("u2", "1", || Ok(Bytes::from(vec![2u8; 100]))).unwrap();
+        assert_eq!(&got[..2], &[2, 2]);
+        assert!(!c.contains("u2", "1") && c.is_short());
+        assert_eq!(c.stats.short_need.load(Ordering::Relaxed), 200);
         assert_eq!(&held[..2], &[1, 1]);
         // Nothing half-written is left behind.
         let names: Vec<_> =
@@ -578,8 +666,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let c = ShardCache::new(dir.path(), 10).unwrap();
         assert!(c.get("u", "1", || Err(Error::NotFound { uri: "u".into(), detail: String::new() })).is_err());
-        let e = c.get("v", "1", || Ok(Bytes::from(vec![0u8; 11]))).unwrap_err();
-        assert!(e.to_string().contains("budget"), "{e}");
+        // A budget under one shard still serves it, from memory.
+        let got = c.get("v", "1", || Ok(Bytes::from(vec![7u8; 11]))).unwrap();
+        assert_eq!(&got[..], &[7u8; 11]);
+        assert_eq!(c.stats.short_need.load(Ordering::Relaxed), 11);
+        assert_eq!(c.stats.uncached.load(Ordering::Relaxed), 1);
         assert_eq!(std::fs::read_dir(dir.path().join("data")).unwrap().count(), 0);
     }
 

@@ -84,6 +84,15 @@ struct Counters {
     shards_opened: AtomicU64,
     bytes_read: AtomicU64,
     prefetched: AtomicU64,
+    /// Requests to the store, by kind (a `head` of a shard; a whole read).
+    heads: AtomicU64,
+    gets: AtomicU64,
+    /// Shards fetched again within one epoch of this process (see `fetched`).
+    refetched: AtomicU64,
+    /// The stored bytes of the shards the last epoch read at once at its
+    /// peak (each from its first record to its last): the cache budget that
+    /// fetches each of them once.
+    working_set: AtomicU64,
     /// Payload bytes of the records served, each its shard's payload over
     /// its count (in thousandths of a byte): what the store traffic paid for.
     delivered_milli: AtomicU64,
@@ -113,6 +122,18 @@ pub struct ShardSet {
     /// of the same few shards, and must not check and reopen a shard (a
     /// `head`, its member table) per sample.
     recent: Mutex<VecDeque<(usize, Open)>>,
+    /// Which epoch of this set is being read: bumped by every
+    /// [`ShardSet::source`] (one per epoch).
+    generation: AtomicU64,
+    /// Per shard, the generation its identity was last checked against the
+    /// store in (0: never): a remote shard is asked about once per epoch,
+    /// however often its stripe reopens it.
+    checked: Vec<AtomicU64>,
+    /// Per shard, the generation it was last fetched from the store in: a
+    /// second fetch within one is counted (`refetched`) and named.
+    fetched: Vec<AtomicU64>,
+    /// The last few shards fetched twice in one epoch (for the report).
+    refetched_uris: Mutex<VecDeque<String>>,
 }
 
 /// Runs `f` over `0..n` on up to `threads` threads and returns the results
@@ -193,6 +214,10 @@ impl ShardSet {
             counters: Arc::new(Counters::default()),
             counted_by: given.as_ref().map(|g| g.source.clone()),
             recent: Mutex::default(),
+            generation: AtomicU64::new(1),
+            checked: Vec::new(),
+            fetched: Vec::new(),
+            refetched_uris: Mutex::default(),
         };
         let threads = opts.parallelism;
         // Pass 1: identities, and the counts that cost no shard read.
@@ -247,11 +272,28 @@ impl ShardSet {
             counters.host_added_at_open.store(cache.host_bytes_added(), Ordering::Relaxed);
             counters.host_delivered_at_open.store(cache.host_bytes_delivered(), Ordering::Relaxed);
         }
-        Ok(Arc::new(ShardSet { shards, base, total, opts, store, counters, counted_by, recent: Mutex::default() }))
+        let n = shards.len();
+        Ok(Arc::new(ShardSet {
+            shards,
+            base,
+            total,
+            opts,
+            store,
+            counters,
+            counted_by,
+            recent: Mutex::default(),
+            generation: AtomicU64::new(1),
+            checked: (0..n).map(|_| AtomicU64::new(0)).collect(),
+            fetched: (0..n).map(|_| AtomicU64::new(0)).collect(),
+            refetched_uris: Mutex::default(),
+        }))
     }
 
-    fn meta(uri: &str) -> Result<(Arc<dyn Backend>, ObjectMeta)> {
+    fn meta(&self, uri: &str) -> Result<(Arc<dyn Backend>, ObjectMeta)> {
         let (b, _) = backend_for(uri)?;
+        if !b.capabilities().mapped {
+            self.counters.heads.fetch_add(1, Ordering::Relaxed);
+        }
         let meta = crate::host::pools::block_on(b.head(uri))?;
         Ok((b, meta))
     }
@@ -262,6 +304,9 @@ impl ShardSet {
         let (size, id) = match known {
             Some((size, etag)) => (size, identity(size, Some(&etag), None)),
             None => {
+                if !b.capabilities().mapped {
+                    self.counters.heads.fetch_add(1, Ordering::Relaxed);
+                }
                 let meta = crate::host::pools::block_on(b.head(uri))?;
                 (meta.size, identity(meta.size, meta.etag.as_deref(), meta.mtime))
             }
@@ -302,6 +347,8 @@ impl ShardSet {
             let raw = crate::host::pools::block_on(b.read_all(&shard.uri))?;
             if !shard.mapped {
                 self.counters.bytes_read.fetch_add(raw.len() as u64, Ordering::Relaxed);
+                self.counters.gets.fetch_add(1, Ordering::Relaxed);
+                self.note_fetch(shard);
             }
             if shard.gz {
                 crate::io::archive::gunzip(&shard.uri, &raw, crate::io::archive::DEFAULT_MAX_GUNZIP)
@@ -317,18 +364,63 @@ impl ShardSet {
         }
     }
 
+    /// Counts a second fetch of `shard` within this epoch, and keeps its URI.
+    fn note_fetch(&self, shard: &Shard) {
+        let Some(i) = self.shards.iter().position(|s| std::ptr::eq(s, shard)) else { return };
+        let Some(slot) = self.fetched.get(i) else { return };
+        let gen = self.generation.load(Ordering::Relaxed);
+        if slot.swap(gen, Ordering::Relaxed) == gen {
+            self.counters.refetched.fetch_add(1, Ordering::Relaxed);
+            let mut uris = self.refetched_uris.lock().unwrap_or_else(|p| p.into_inner());
+            uris.push_back(shard.uri.clone());
+            while uris.len() > 8 {
+                uris.pop_front();
+            }
+        }
+    }
+
+    /// The stored bytes of the shards this process's last epoch read at
+    /// once at its peak (see `epoch_reads`), 0 before one started.
+    pub fn working_set(&self) -> u64 {
+        self.counters.working_set.load(Ordering::Relaxed)
+    }
+
+    /// Requests to the store by kind (heads, whole reads), shards fetched
+    /// twice within an epoch, and the last few of those.
+    pub fn requests(&self) -> (u64, u64, u64, Vec<String>) {
+        let c = &self.counters;
+        let uris = self.refetched_uris.lock().unwrap_or_else(|p| p.into_inner()).iter().cloned().collect();
+        (c.heads.load(Ordering::Relaxed), c.gets.load(Ordering::Relaxed), c.refetched.load(Ordering::Relaxed), uris)
+    }
+
     /// Opens shard `i`: its payload and its index, checked against each other.
     fn open_shard(&self, i: usize) -> Result<Open> {
         let shard = &self.shards[i];
-        let (b, meta) = Self::meta(&shard.uri)?;
-        let now = identity(meta.size, meta.etag.as_deref(), meta.mtime);
-        if now != shard.identity {
-            return Err(Error::corrupt(
-                &shard.uri,
-                "shard",
-                format!("it changed since it was indexed ({} then, {now} now); open the source again", shard.identity),
-            ));
-        }
+        // A remote shard's identity is asked of the store once per epoch:
+        // reopened within it (its stripe comes round again), the cache
+        // entry, named by that identity, is what was checked.
+        let gen = self.generation.load(Ordering::Relaxed);
+        let b = match self.checked.get(i) {
+            Some(c) if !shard.mapped && c.load(Ordering::Relaxed) == gen => backend_for(&shard.uri)?.0,
+            _ => {
+                let (b, meta) = self.meta(&shard.uri)?;
+                let now = identity(meta.size, meta.etag.as_deref(), meta.mtime);
+                if now != shard.identity {
+                    return Err(Error::corrupt(
+                        &shard.uri,
+                        "shard",
+                        format!(
+                            "it changed since it was indexed ({} then, {now} now); open the source again",
+                            shard.identity
+                        ),
+                    ));
+                }
+                if let Some(c) = self.checked.get(i) {
+                    c.store(gen, Ordering::Relaxed);
+                }
+                b
+            }
+        };
         let index = self.store.try_load(&shard.uri, self.opts.format, &shard.identity)?;
         let payload = self.payload(shard, &b)?;
         let index = match index {
@@ -469,6 +561,7 @@ impl ShardSet {
     /// `max_open` shards open.
     pub fn source(self: &Arc<Self>, fields: Vec<String>) -> ShardSource {
         let max_open = self.max_open();
+        self.generation.fetch_add(1, Ordering::Relaxed);
         ShardSource {
             set: self.clone(),
             fields,
@@ -478,6 +571,11 @@ impl ShardSet {
             fetching: Arc::new(Mutex::new(HashSet::new())),
             upcoming: HashSet::new(),
             cursor: 0,
+            remaining: HashMap::new(),
+            runs: HashMap::new(),
+            consumed: 0,
+            ahead: HashSet::new(),
+            base: std::time::SystemTime::now(),
         }
     }
 
@@ -649,6 +747,19 @@ pub struct ShardSource {
     upcoming: HashSet<usize>,
     /// Next record of a sequential read (`next_chunk`, for group_by).
     cursor: u64,
+    /// Per shard, the records this epoch will still read of it (from
+    /// `epoch_reads`): at 0 its cache entry is retired (evicted first).
+    remaining: HashMap<usize, u64>,
+    /// Per shard, where its later runs of reads begin (records read before
+    /// each, counted from the run's start): a closed shard's cache entry is
+    /// ordered for eviction by the first of them (see `mark`).
+    runs: HashMap<usize, VecDeque<u64>>,
+    /// Records handed out by `get` in this run.
+    consumed: u64,
+    /// Shards fetched ahead and not opened yet.
+    ahead: HashSet<usize>,
+    /// When this run's `epoch_reads` came: the base of `wanted_at`.
+    base: std::time::SystemTime,
 }
 
 impl ShardSource {
@@ -661,11 +772,35 @@ impl ShardSource {
         while self.open.len() >= self.max_open {
             let Some(old) = self.lru.pop_front() else { break };
             self.open.remove(&old);
+            self.mark(old);
         }
         let o = self.set.open_shard(s)?;
+        self.ahead.remove(&s);
         self.open.insert(s, o);
         self.lru.push_back(s);
         Ok(())
+    }
+}
+
+impl ShardSource {
+    /// The record (of this run) at which shard `s` is next read, if this epoch reads it again.
+    fn next_use(&self, s: usize) -> Option<u64> {
+        self.remaining.get(&s)?;
+        Some(self.runs.get(&s).and_then(|r| r.front()).copied().unwrap_or(self.consumed))
+    }
+
+    /// Orders closed shard `s`'s cache entry for eviction: retired when this
+    /// epoch is done with it, else by how far ahead its next read is.
+    fn mark(&self, s: usize) {
+        let Some(cache) = &self.set.opts.cache else { return };
+        let shard = &self.set.shards[s];
+        if shard.mapped || self.remaining.is_empty() {
+            return;
+        }
+        match self.next_use(s) {
+            Some(at) => cache.wanted_at(&shard.uri, &shard.identity, self.base, at),
+            None => cache.retire(&shard.uri, &shard.identity),
+        }
     }
 }
 
@@ -685,12 +820,38 @@ impl RecordSource for ShardSource {
             out.push(make_record(&self.set.shards[s], open, k, Some(&self.fields), &self.set.opts.csv)?);
             let share = open.payload.len() as u64 * 1000 / self.set.shards[s].count.max(1);
             self.set.report_delivered(share);
+            self.consumed += 1;
+            if let Some(r) = self.runs.get_mut(&s) {
+                while r.front().is_some_and(|&at| at < self.consumed) {
+                    r.pop_front();
+                }
+            }
+            if let Some(left) = self.remaining.get_mut(&s) {
+                *left = left.saturating_sub(1);
+                if *left == 0 {
+                    self.remaining.remove(&s);
+                    // Done with it this epoch: closed now, its entry first to go.
+                    self.open.remove(&s);
+                    self.lru.retain(|&x| x != s);
+                    current.remove(&s);
+                    if let Some(cache) = &self.set.opts.cache {
+                        let shard = &self.set.shards[s];
+                        if !shard.mapped {
+                            cache.retire(&shard.uri, &shard.identity);
+                        }
+                    }
+                }
+            }
         }
         if !self.upcoming.is_empty() {
             let keep: Vec<usize> =
                 self.lru.iter().copied().filter(|s| current.contains(s) || self.upcoming.contains(s)).collect();
+            let closed: Vec<usize> = self.open.keys().copied().filter(|s| !keep.contains(s)).collect();
             self.open.retain(|s, _| keep.contains(s));
             self.lru = keep.into();
+            for s in closed {
+                self.mark(s);
+            }
         }
         Ok(out)
     }
@@ -711,6 +872,61 @@ impl RecordSource for ShardSource {
         Some(self.set.layout())
     }
 
+    fn epoch_reads(&mut self, indices: &mut dyn Iterator<Item = u64>, soon: usize) {
+        self.remaining.clear();
+        self.runs.clear();
+        self.consumed = 0;
+        self.base = std::time::SystemTime::now();
+        // Reads of a shard closer than `soon` apart are one run (the shard
+        // stays open through it: `will_need` keeps it); a later one starts
+        // another, and between them its cache entry waits by next use.
+        let gap = (soon as u64).max(1);
+        let mut last: HashMap<usize, u64> = HashMap::new();
+        let mut first: HashMap<usize, u64> = HashMap::new();
+        for (p, i) in indices.enumerate() {
+            let p = p as u64;
+            if let Ok((s, _)) = self.set.locate(i) {
+                *self.remaining.entry(s).or_insert(0) += 1;
+                first.entry(s).or_insert(p);
+                if last.insert(s, p).is_none_or(|prev| p - prev > gap) {
+                    self.runs.entry(s).or_default().push_back(p);
+                }
+            }
+        }
+        // The working set: the most stored bytes of shards between their
+        // first and last record at one position, plus the largest shard (a
+        // shard past its last record stays held a little longer, by the
+        // batches in flight, while the next is fetched). A cache that holds
+        // it fetches each shard once (eviction goes by next use).
+        let mut events: Vec<(u64, bool, u64)> = Vec::with_capacity(2 * first.len());
+        for (&s, &f) in &first {
+            let size = self.set.shards[s].size;
+            events.push((f, true, size));
+            events.push((last[&s] + 1, false, size));
+        }
+        events.sort_unstable_by_key(|&(at, opens, _)| (at, opens));
+        let largest = first.keys().map(|&s| self.set.shards[s].size).max().unwrap_or(0);
+        let (mut now, mut peak) = (0u64, largest);
+        for (_, opens, size) in events {
+            if opens {
+                now += size;
+                peak = peak.max(now + largest);
+            } else {
+                now -= size;
+            }
+        }
+        self.set.counters.working_set.store(peak, Ordering::Relaxed);
+        // Entries kept from earlier epochs: ordered by this epoch's first reads.
+        if let Some(cache) = &self.set.opts.cache {
+            for (&s, r) in &self.runs {
+                let shard = &self.set.shards[s];
+                if !shard.mapped && cache.contains(&shard.uri, &shard.identity) {
+                    cache.wanted_at(&shard.uri, &shard.identity, self.base, r.front().copied().unwrap_or(0));
+                }
+            }
+        }
+    }
+
     fn will_need(&mut self, indices: &[u64], soon: usize) {
         let mut shards: Vec<usize> = Vec::new();
         self.upcoming.clear();
@@ -725,22 +941,40 @@ impl RecordSource for ShardSource {
             }
         }
         let Some(cache) = self.set.opts.cache.clone() else { return };
+        // Below the working set, read-ahead would only evict what is about
+        // to be read: shards are fetched when opened.
+        if cache.is_short() {
+            return;
+        }
         for s in shards {
             let shard = &self.set.shards[s];
             if shard.mapped || cache.contains(&shard.uri, &shard.identity) {
                 continue;
             }
+            // Only into the room the working set leaves (and free now):
+            // read-ahead that evicted a shard the epoch comes back to was
+            // the second fetch of issue 44 (14 of 24 shards at 3/4 of the
+            // dataset, spread 2; 1 without read-ahead).
+            let ahead: u64 = self.ahead.iter().map(|&a| self.set.shards[a].size).sum();
+            if self.set.working_set() + ahead + shard.size > cache.budget() || !cache.has_room(shard.size) {
+                break;
+            }
+            self.ahead.insert(s);
             if !self.fetching.lock().unwrap().insert(s) {
                 continue;
             }
             let set = self.set.clone();
             let fetching = self.fetching.clone();
+            let (base, next) = (self.base, self.next_use(s).unwrap_or(self.consumed));
             std::thread::spawn(move || {
                 let shard = &set.shards[s];
                 if let Ok((b, _)) = backend_for(&shard.uri) {
                     // Errors surface when the shard is opened for real.
                     if set.payload(shard, &b).is_ok() {
                         set.counters.prefetched.fetch_add(1, Ordering::Relaxed);
+                        if let Some(cache) = &set.opts.cache {
+                            cache.wanted_at(&shard.uri, &shard.identity, base, next);
+                        }
                     }
                 }
                 fetching.lock().unwrap().remove(&s);

@@ -91,8 +91,9 @@ def expand_shards(spec: str | os.PathLike[str] | Sequence[str | os.PathLike[str]
     return [u for u, _ in _expand(spec)]
 
 
-def _expand(spec: Any) -> list[tuple[str, Any]]:
-    """(uri, listing metadata or None) per shard."""
+def _expand(spec: Any, lists: list[int] | None = None) -> list[tuple[str, Any]]:
+    """(uri, listing metadata or None) per shard; ``lists[0]`` counts the
+    listings of a store it made (one per remote glob)."""
     items = [spec] if isinstance(spec, (str, os.PathLike)) else list(spec)
     out: list[tuple[str, Any]] = []
     for item in items:
@@ -101,6 +102,8 @@ def _expand(spec: Any) -> list[tuple[str, Any]]:
                 # A shard index written beside the shards is no shard,
                 # whatever the glob (``train/*``).
                 found = [m for m in glob(one, detail=True) if posixpath.basename(m.uri) != SHARD_INDEX_NAME]
+                if lists is not None and _uri.local_path(one) is None:
+                    lists[0] += 1
                 if not found:
                     raise FileNotFoundError(f"no shard matches {one!r}")
                 out.extend((m.uri, m) for m in found)
@@ -116,7 +119,7 @@ def _expand(spec: Any) -> list[tuple[str, Any]]:
 _LIST_FROM = 8
 
 
-def _known(shards: list[tuple[str, Any]]) -> list[tuple[int, str] | None]:
+def _known(shards: list[tuple[str, Any]], lists: list[int] | None = None) -> list[tuple[int, str] | None]:
     """(size, etag) of remote shards from listings, so opening a set of many
     shards costs a few listings, not a request per shard. Local shards and
     objects without an etag are asked one by one (a stat, or a head)."""
@@ -128,6 +131,8 @@ def _known(shards: list[tuple[str, Any]]) -> list[tuple[int, str] | None]:
     for folder, members in folders.items():
         if len(members) >= _LIST_FROM:
             try:
+                if lists is not None:
+                    lists[0] += 1
                 metas.update((m.uri, m) for m in ls(folder, detail=True))
             except (OSError, InvalidArgumentError):
                 pass  # asked one by one below
@@ -440,7 +445,8 @@ def shard_set(
     if index is None and _names_index(uris):
         index, uris = uris, None
     given = read_shard_index(index) if index is not None else None
-    named = _expand(uris) if uris is not None else [(u, None) for u in (given.urls if given else [])]
+    lists = [0]
+    named = _expand(uris, lists) if uris is not None else [(u, None) for u in (given.urls if given else [])]
     shards = [u for u, _ in named]
     if given is not None and given.lookup(shards) is None:
         missing = [u for u in shards if given.lookup([u]) is None]
@@ -455,7 +461,7 @@ def shard_set(
     cdir = (Path(cache_dir) if cache_dir is not None else root / "cache") if cache and remote else None
     common: dict[str, Any] = dict(
         index_dir=str(index_path),
-        known=_known(named),
+        known=_known(named, lists),
         gunzip=gunzip,
         check_crc=check_crc,
         window=shuffle_window,
@@ -497,7 +503,7 @@ def shard_set(
     # A copy opened elsewhere (a worker process, Ray) takes its counts from
     # the same index, found by name or given, so both see one layout.
     args = (fmt, shards, gunzip, check_crc, shuffle_window, shuffle_spread, cache, cache_dir, cache_bytes, index_dir, found.uri if found else None)
-    return ShardRecords(native, args, index_bytes=found.nbytes if found is not None else 0)
+    return ShardRecords(native, args, index_bytes=found.nbytes if found is not None else 0, lists=lists[0])
 
 
 class ShardRecords(Sequence[dict[str, Any]]):
@@ -511,10 +517,11 @@ class ShardRecords(Sequence[dict[str, Any]]):
     the shard index) and the cache's hits, misses, bytes fetched and
     evictions."""
 
-    def __init__(self, native: Any, args: tuple[Any, ...], *, index_bytes: int = 0) -> None:
+    def __init__(self, native: Any, args: tuple[Any, ...], *, index_bytes: int = 0, lists: int = 0) -> None:
         self._dataio_native = native
         self._args = args
         self._index_bytes = index_bytes
+        self._lists = lists
 
     def __len__(self) -> int:
         return len(self._dataio_native)
@@ -539,7 +546,13 @@ class ShardRecords(Sequence[dict[str, Any]]):
         return list(self._dataio_native.counts), int(self._dataio_native.window), int(self._dataio_native.spread)
 
     def _dataio_source_stats(self) -> dict[str, Any]:
-        return {**self._dataio_native.stats(), "index_bytes_read": self._index_bytes}
+        """The native counters, and ``requests`` to the store by kind since
+        the source opened: ``HEAD`` (a shard's identity: at most one per
+        remote shard per epoch), ``GET`` (a shard read whole) and ``LIST``
+        (the listings that named the shards, when the source opened)."""
+        out = {**self._dataio_native.stats(), "index_bytes_read": self._index_bytes}
+        out["requests"] = {**out.get("requests", {}), "LIST": self._lists}
+        return out
 
     @property
     def shards(self) -> list[str]:
