@@ -23,6 +23,7 @@
 use std::ffi::{c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+pub mod http;
 pub mod ops;
 
 pub const ABI_VERSION: u32 = 1;

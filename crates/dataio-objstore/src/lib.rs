@@ -13,18 +13,34 @@
 //! [`TokenSource`] the Python side provides, asked only when the cached token
 //! nears its expiry — never per request.
 
+#[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
 mod backend;
+#[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
 mod client;
+#[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
 mod config;
+#[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
 mod credentials;
+#[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
 mod errors;
 pub mod runtime;
+#[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
 mod writer;
+
+#[cfg(feature = "http")]
+pub mod http;
 
 #[cfg(feature = "python")]
 pub mod python;
 
+#[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
 pub use backend::ObjStoreBackend;
+#[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
 pub use config::{Kind, StoreConfig};
+#[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
 pub use credentials::{Token, TokenSource};
+#[cfg(any(feature = "s3", feature = "gcs", feature = "azure"))]
 pub use errors::Redactor;
+
+#[cfg(not(any(feature = "s3", feature = "gcs", feature = "azure", feature = "http")))]
+compile_error!("dataio-objstore needs a store family: enable its s3, gcs, azure or http feature");

@@ -20,9 +20,10 @@ pub fn install_hint(dist: &str) -> String {
 /// each one's distribution, and other tools' names for those stores with
 /// the scheme dataio takes (the engine's tables).
 #[pyfunction]
-pub fn shipped_schemes() -> (Vec<(&'static str, &'static str)>, Vec<(&'static str, &'static str)>) {
-    use dataio_engine::io::registry::{SCHEME_ALIASES, SHIPPED_SCHEMES};
-    (SHIPPED_SCHEMES.to_vec(), SCHEME_ALIASES.to_vec())
+#[allow(clippy::type_complexity)]
+pub fn shipped_schemes() -> (Vec<(&'static str, &'static str)>, Vec<(&'static str, &'static str)>, Vec<&'static str>) {
+    use dataio_engine::io::registry::{NO_ENDPOINT, SCHEME_ALIASES, SHIPPED_SCHEMES};
+    (SHIPPED_SCHEMES.to_vec(), SCHEME_ALIASES.to_vec(), NO_ENDPOINT.to_vec())
 }
 
 /// Whether the JPEG decoder was built with SIMD: "on", "off" or "unknown".

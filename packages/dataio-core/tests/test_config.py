@@ -55,9 +55,9 @@ def test_an_endpoint_for_a_scheme_that_takes_none_is_refused(scheme: str) -> Non
 
 def test_every_scheme_of_a_shipped_backend_takes_an_endpoint() -> None:
     # Known without their plugins: configuring before the plugin is installed or loaded is fine.
-    from dataio._plugins import SHIPPED_SCHEMES
+    from dataio._plugins import ENDPOINT_SCHEMES
 
-    for scheme in SHIPPED_SCHEMES:
+    for scheme in ENDPOINT_SCHEMES:
         try:
             assert dataio.configure_endpoint(f"{scheme}://", "https://mirror.example/") == "https://mirror.example"
             assert config.get_endpoint(scheme) == "https://mirror.example"

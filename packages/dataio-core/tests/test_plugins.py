@@ -407,7 +407,7 @@ def test_the_engine_hints_the_same_package_for_each_scheme() -> None:
 
     code = (
         "import json, dataio\nout = {}\n"
-        f"for s in {[*SHIPPED_SCHEMES, 'http', 'bogus']!r}:\n"
+        f"for s in {[*SHIPPED_SCHEMES, 'bogus']!r}:\n"
         "    try:\n        dataio.read(s + '://bucket/key')\n"
         "    except dataio.errors.UnsupportedSchemeError as e:\n        out[s] = str(e)\n"
         "print(json.dumps(out))\n"
@@ -417,19 +417,16 @@ def test_the_engine_hints_the_same_package_for_each_scheme() -> None:
     out = json.loads(r.stdout)
     for scheme in SHIPPED_SCHEMES:
         assert install_hint(scheme) in out[scheme], (scheme, out[scheme])
-    assert "pip install" not in out["http"] and "pip install" not in out["bogus"]
+    assert "pip install" not in out["bogus"]
 
 
-@pytest.mark.parametrize("name", ["http", "https", "https://", "bogus", "dataio-nope", "decode_jpeg2"])
+@pytest.mark.parametrize("name", ["ftp", "ftp://", "bogus", "dataio-nope", "decode_jpeg2"])
 def test_install_hint_names_no_package_that_does_not_exist(name: str) -> None:
     with pytest.raises(InvalidArgumentError) as info:
         install_hint(name)
     text = str(info.value)
     assert text.startswith(f"install_hint({name!r}): there is nothing to install: "), text
     assert "pip install" not in text and "dataio-s3" in text and "s3:// (dataio-s3)" in text, text
-    key = name.removesuffix("://")
-    if key in ("http", "https"):
-        assert f"no plugin serves {key}:// URIs yet" in text, text
 
 
 def test_trace_plugins_prints_every_hook_call(tmp_path: Path) -> None:

@@ -61,8 +61,19 @@ pub fn install_words(dist: &str) -> String {
 /// distribution of each: what a scheme is known by before its plugin is
 /// installed. The one table of them (Python's `dataio._plugins.SHIPPED_SCHEMES`
 /// is read from it through the binding).
-pub const SHIPPED_SCHEMES: &[(&str, &str)] =
-    &[("s3", "dataio-s3"), ("r2", "dataio-s3"), ("gs", "dataio-gcs"), ("az", "dataio-azure"), ("hf", "dataio-hf")];
+pub const SHIPPED_SCHEMES: &[(&str, &str)] = &[
+    ("s3", "dataio-s3"),
+    ("r2", "dataio-s3"),
+    ("gs", "dataio-gcs"),
+    ("az", "dataio-azure"),
+    ("hf", "dataio-hf"),
+    ("http", "dataio-http"),
+    ("https", "dataio-http"),
+];
+
+/// Of [`SHIPPED_SCHEMES`], those that take no endpoint (`configure_endpoint`
+/// refuses them): a URL names its own server.
+pub const NO_ENDPOINT: &[&str] = &["http", "https"];
 
 /// Other tools' names for those stores, which dataio does not serve: a URI
 /// with one is refused with the spelling dataio takes.

@@ -11,7 +11,7 @@ from __future__ import annotations
 from . import batch_transforms, capabilities, cond, errors, executor, plugins, transforms
 from ._native import __version__
 from ._plugins import install_resolver as _install_resolver
-from .config import configure_credentials, configure_endpoint
+from .config import configure_credentials, configure_endpoint, configure_http
 from .errors import DataioError
 from .formats import (
     csv_records,
@@ -138,4 +138,5 @@ __all__ = [
     "writer",
     "configure_credentials",
     "configure_endpoint",
+    "configure_http",
 ]

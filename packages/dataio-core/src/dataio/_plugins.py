@@ -49,11 +49,14 @@ HOOK_NAMES: tuple[str, ...] = tuple(n for n in hookspecs.__all__ if n.startswith
 
 #: The URI schemes that the backend plugins shipped with dataio register,
 #: with the distribution of each: what a scheme is known by before its
-#: plugin is installed or loaded (``install_hint("gs")``, and
-#: ``configure_endpoint``, which takes a scheme a plugin serves or one of
-#: these). Every one is an object store that takes an endpoint. Tests hold
-#: it to what the installed packages register and to the engine's hints.
+#: plugin is installed or loaded (``install_hint("gs")``). The engine holds
+#: the table (``_native.shipped_schemes``); tests hold it to what the
+#: installed packages register and to the engine's hints.
 SHIPPED_SCHEMES: dict[str, str] = dict(_native.shipped_schemes()[0])
+#: Of those, the object stores that take an endpoint (``configure_endpoint``
+#: takes these, or a scheme a third-party backend serves): every one but
+#: http and https, whose URLs name their own server.
+ENDPOINT_SCHEMES: dict[str, str] = {s: d for s, d in SHIPPED_SCHEMES.items() if s not in _native.shipped_schemes()[2]}
 #: Other tools' names for those stores (``s3a``, ``gcs``, ``abfs``, ...),
 #: with the scheme dataio takes: refused, naming that spelling.
 SCHEME_ALIASES: dict[str, str] = dict(_native.shipped_schemes()[1])
@@ -588,10 +591,12 @@ class PluginHost:
     def endpoint_schemes(self) -> list[str]:
         """The schemes an endpoint can be configured for: those of the
         backend plugins shipped with dataio (installed or not) and those any
-        other plugin registers; not the core's own (``file``)."""
-        served = {s for s, reg in self.backends().items() if reg.plugin != BUILTIN}
+        other plugin registers; not the core's own (``file``), nor http and
+        https (a URL names its server)."""
+        no_endpoint = set(SHIPPED_SCHEMES) - set(ENDPOINT_SCHEMES)
+        served = {s for s, reg in self.backends().items() if reg.plugin != BUILTIN and s not in no_endpoint}
         claimed = {key for what, key in self._conflicts if what == "scheme"}
-        return sorted({*SHIPPED_SCHEMES, *served, *claimed})
+        return sorted({*ENDPOINT_SCHEMES, *served, *claimed})
 
     def ops(self) -> dict[str, OpSpec]:
         self.manager()

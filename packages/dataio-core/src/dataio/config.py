@@ -19,6 +19,8 @@ __all__ = [
     "SchemeSettings",
     "configure_credentials",
     "configure_endpoint",
+    "configure_http",
+    "http_settings",
     "get_credentials",
     "get_endpoint",
     "get_settings",
@@ -116,9 +118,9 @@ def _check_endpoint_scheme(scheme: str) -> None:
     """Refuses a scheme no backend plugin serves: an endpoint set for it
     would be read by nothing (a typo, or ``http`` and ``https``, which no
     plugin serves yet)."""
-    from ._plugins import BUILTIN, SCHEME_ALIASES, SHIPPED_SCHEMES, host
+    from ._plugins import BUILTIN, ENDPOINT_SCHEMES, SCHEME_ALIASES, SHIPPED_SCHEMES, host
 
-    if scheme in SHIPPED_SCHEMES:
+    if scheme in ENDPOINT_SCHEMES:
         return  # known without loading plugins
     if scheme in SCHEME_ALIASES and scheme not in host.endpoint_schemes():
         canon = SCHEME_ALIASES[scheme]
@@ -130,7 +132,12 @@ def _check_endpoint_scheme(scheme: str) -> None:
     if scheme in takes:
         return
     reg = host.backends().get(scheme)
-    why = "is served by dataio itself (local files)" if reg is not None and reg.plugin == BUILTIN else "is served by no installed plugin"
+    if reg is not None and reg.plugin == BUILTIN:
+        why = "is served by dataio itself (local files)"
+    elif scheme in SHIPPED_SCHEMES:
+        why = f"is served by {SHIPPED_SCHEMES[scheme]}, whose URLs name their server (configure_http sets its options)"
+    else:
+        why = "is served by no installed plugin"
     raise InvalidArgumentError(
         f"configure_endpoint({scheme!r}, ...): {scheme}:// {why}, so it takes no endpoint; "
         f"the schemes that take one: {', '.join(takes)}"
@@ -157,6 +164,80 @@ def configure_endpoint(scheme: str, url: str) -> str:
         _endpoints[scheme] = url
     _forget_backend(scheme)
     return url
+
+
+#: configure_http's options and their defaults.
+HTTP_DEFAULTS: dict[str, Any] = {
+    "allow_private": False,
+    "allow_hosts": (),
+    "max_connections_per_host": 16,
+    "timeout": 30.0,
+    "retries": 3,
+    "user_agent": None,
+    "respect_robots": True,
+}
+_http: dict[str, Any] = dict(HTTP_DEFAULTS)
+
+
+def configure_http(
+    *,
+    allow_private: bool | None = None,
+    allow_hosts: list[str] | tuple[str, ...] | None = None,
+    max_connections_per_host: int | None = None,
+    timeout: float | None = None,
+    retries: int | None = None,
+    user_agent: str | None = None,
+    respect_robots: bool | None = None,
+) -> dict[str, Any]:
+    """Options of ``http://`` and ``https://`` URIs (the dataio-http plugin);
+    those not given keep their value. Returns them all.
+
+    A URL may come from data, so by default one whose host is or resolves to
+    a loopback, private, link-local (the cloud metadata address
+    ``169.254.169.254``), multicast or reserved address is refused (also
+    after a redirect, and on the address actually connected to).
+    ``allow_private=True`` allows every such address; ``allow_hosts`` allows
+    some: host names (exact) and addresses or networks (``"10.0.0.0/8"``).
+    ``max_connections_per_host`` (16) requests in flight per host,
+    ``timeout`` (30 s) per request, ``retries`` (3) on connection errors,
+    timeouts, cut bodies, 5xx, 408 and 429 (``Retry-After`` honoured),
+    ``user_agent`` (``dataio/<version>``), ``respect_robots`` (True: a
+    response whose ``X-Robots-Tag`` says ``noai`` or ``noimageai`` is
+    refused). TLS uses the system's roots and ``SSL_CERT_FILE``."""
+    given = {
+        "allow_private": allow_private, "allow_hosts": allow_hosts, "max_connections_per_host": max_connections_per_host,
+        "timeout": timeout, "retries": retries, "user_agent": user_agent, "respect_robots": respect_robots,
+    }
+    for key in ("allow_private", "respect_robots"):
+        if given[key] is not None and not isinstance(given[key], bool):
+            raise InvalidArgumentError(f"configure_http: {key}= must be True or False, got {given[key]!r}")
+    if allow_hosts is not None:
+        if isinstance(allow_hosts, str) or not all(isinstance(h, str) and h and "," not in h for h in allow_hosts):
+            raise InvalidArgumentError(f"configure_http: allow_hosts= is a list of host names or networks, got {allow_hosts!r}")
+        given["allow_hosts"] = tuple(allow_hosts)
+    for key, kind in (("max_connections_per_host", int), ("retries", int), ("timeout", (int, float))):
+        v = given[key]
+        if v is not None and (isinstance(v, bool) or not isinstance(v, kind) or v < (0 if key == "retries" else 1e-9)):
+            raise InvalidArgumentError(f"configure_http: {key}= must be a {'positive ' if key != 'retries' else ''}number, got {v!r}")
+    with _lock:
+        _http.update({k: v for k, v in given.items() if v is not None})
+        out = dict(_http)
+    for scheme in ("http", "https"):
+        _forget_backend(scheme)
+    return out
+
+
+def http_settings() -> dict[str, Any]:
+    """configure_http's options now, as the backend takes them (text values;
+    ``allow_hosts`` comma-joined, unset ones left out)."""
+    with _lock:
+        current = dict(_http)
+    out: dict[str, Any] = {}
+    for k, v in current.items():
+        if v is None:
+            continue
+        out[k] = ",".join(v) if k == "allow_hosts" else v
+    return out
 
 
 def get_credentials(scheme: str) -> Credentials | None:
@@ -216,5 +297,8 @@ def reset(scheme: str | None = None) -> None:
         for s in schemes:
             _credentials.pop(s, None)
             _endpoints.pop(s, None)
+        if scheme is None or scheme in ("http", "https"):
+            _http.clear()
+            _http.update(HTTP_DEFAULTS)
     for s in schemes:
         _forget_backend(s)

@@ -141,9 +141,8 @@ def install_hint(name: str) -> str:
     they register (``"tokenize"``). Returns the words after "install it
     with" in an error saying that it is missing; the engine holds the text
     (its own "unsupported scheme" errors say the same). A name no package of
-    dataio provides (``"http"``: no plugin serves http:// or https:// yet)
-    is an :class:`~dataio.errors.InvalidArgumentError` saying so, never a
-    command naming a package that does not exist."""
+    dataio provides is an :class:`~dataio.errors.InvalidArgumentError`
+    saying so, never a command naming a package that does not exist."""
     return _native.install_hint(_own_package(name))
 
 
@@ -161,7 +160,7 @@ def _own_package(name: str) -> str:
             return table[key]
     if not extras and key.startswith("dataio-"):
         return key  # no metadata to check it against (the core installed without it)
-    why = f"no plugin serves {key}:// URIs yet" if key in ("http", "https") else "no package of dataio provides it"
+    why = "no package of dataio provides it"
     raise InvalidArgumentError(
         f"install_hint({name!r}): there is nothing to install: {why}. dataio's packages: {', '.join(sorted(dists))}; "
         f"the URI schemes they serve: {', '.join(f'{s}:// ({d})' for s, d in SHIPPED_SCHEMES.items())}"
