@@ -36,6 +36,7 @@ fuzz_target!(|data: &[u8]| {
             duration: Some(0.05),
             offset: if draw & 2 == 0 { Offset::Random } else { Offset::At(0.0) },
             max_samples: 1 << 20,
+            pad: draw & 4 == 0,
         };
         if let Ok(w) = audio::decode(&src, &idx, &spec, draw, "fuzz") {
             assert_eq!(w.data.len(), w.channels * w.len);

@@ -705,6 +705,10 @@ class PluginHost:
             self._raise_conflict("scheme", scheme)
             note = self.failed_note()
             if note:
+                alias = SCHEME_ALIASES.get(scheme)
+                if alias is not None:  # the engine's words, before the broken plugins
+                    note = (f"; dataio names this store {alias}:// (write {alias}://bucket/key; "
+                            f"{SHIPPED_SCHEMES[alias]} serves it){note}")
                 raise UnsupportedSchemeError(f"no backend for scheme {scheme!r}{note}")
             return None
         try:

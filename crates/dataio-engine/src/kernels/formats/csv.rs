@@ -4,8 +4,19 @@
 //! row parsed into a record's fields, typed by column where asked.
 
 use crate::base::error::{Error, Result};
-use crate::runtime::record::Value;
 use std::collections::HashMap;
+
+/// One field of a row, as its column's type reads it (the record layer
+/// turns it into a record value).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(String),
+    Bytes(Vec<u8>),
+}
 
 /// The most rows one shard may hold.
 pub const MAX_ROWS: usize = 1 << 32;
@@ -163,10 +174,10 @@ pub fn parse_row(uri: &str, line: u64, header: &[String], text: &[u8], spec: &Cs
         let value = match ty {
             None | Some(ColumnType::Str) => match std::str::from_utf8(field) {
                 Ok(s) => Value::Str(s.to_string()),
-                Err(_) if ty.is_none() => Value::Bytes(bytes::Bytes::copy_from_slice(field)),
+                Err(_) if ty.is_none() => Value::Bytes(field.to_vec()),
                 Err(_) => return Err(bad("UTF-8 text")),
             },
-            Some(ColumnType::Bytes) => Value::Bytes(bytes::Bytes::copy_from_slice(field)),
+            Some(ColumnType::Bytes) => Value::Bytes(field.to_vec()),
             Some(_) if field.iter().all(u8::is_ascii_whitespace) => Value::Null,
             Some(t) => {
                 let s = std::str::from_utf8(field).map_err(|_| bad("text"))?.trim();

@@ -695,7 +695,20 @@ fn make_record(
             origin = format!("{}#L{line}", shard.uri);
             let text = &open.payload[off as usize..(off + n) as usize];
             let fields = match csvfmt::parse_row(&shard.uri, line, header, text, csv) {
-                Ok(f) => f,
+                Ok(f) => f
+                    .into_iter()
+                    .map(|(k, v)| {
+                        let v = match v {
+                            csvfmt::Value::Null => Value::Null,
+                            csvfmt::Value::Bool(b) => Value::Bool(b),
+                            csvfmt::Value::Int(i) => Value::Int(i),
+                            csvfmt::Value::Float(x) => Value::Float(x),
+                            csvfmt::Value::Str(t) => Value::Str(t),
+                            csvfmt::Value::Bytes(b) => Value::Bytes(Bytes::from(b)),
+                        };
+                        (k, v)
+                    })
+                    .collect(),
                 // The row fails, not the batch: skip skips it (see Record::broken).
                 Err(Error::Corrupt { uri, what, detail }) => {
                     broken = Some(Arc::new((uri, what, detail)));
