@@ -157,6 +157,7 @@ impl PyShardSet {
         requests.set_item("GET", gets)?;
         d.set_item("requests", requests)?;
         d.set_item("shards_refetched", refetched)?;
+        d.set_item("shards_kept_in_memory", self.inner.unparked())?;
         d.set_item("refetched_shards", refetched_uris)?;
         let (delivered, host) = self.inner.traffic();
         d.set_item("delivered_bytes", delivered)?;

@@ -91,6 +91,10 @@ def test_no_budget_ends_an_epoch_and_a_budget_that_holds_the_working_set_fetches
         # One HEAD per shard per epoch at most, however often it is reopened.
         assert e["HEAD_requests"] <= len(COUNTS), e
     first = runs[0]
+    # Whatever the budget, epoch 1 fetches each shard once: what the cache
+    # cannot hold is kept in memory while the epoch comes back to it.
+    assert first["store_bytes_read"] == dataset and first["shards_refetched"] == 0, first
+    assert first["GET_requests"] == len(COUNTS), first
     # With a window of 60 and spread 1 the epoch reads about a third of the
     # dataset at once, with spread 2 about two thirds: only half, spread 1 fits.
     assert (first["working_set"] <= budget) == (fraction == 0.5 and spread == 1), (first["working_set"], budget)

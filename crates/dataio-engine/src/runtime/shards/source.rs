@@ -89,6 +89,8 @@ struct Counters {
     gets: AtomicU64,
     /// Shards fetched again within one epoch of this process (see `fetched`).
     refetched: AtomicU64,
+    /// Reopens served from memory (`ShardSource::parked`), not the store.
+    unparked: AtomicU64,
     /// The stored bytes of the shards the last epoch read at once at its
     /// peak (each from its first record to its last): the cache budget that
     /// fetches each of them once.
@@ -387,6 +389,12 @@ impl ShardSet {
 
     /// Requests to the store by kind (heads, whole reads), shards fetched
     /// twice within an epoch, and the last few of those.
+    /// Reopens served from memory instead of a second fetch (shards kept while
+    /// the cache could not hold them).
+    pub fn unparked(&self) -> u64 {
+        self.counters.unparked.load(Ordering::Relaxed)
+    }
+
     pub fn requests(&self) -> (u64, u64, u64, Vec<String>) {
         let c = &self.counters;
         let uris = self.refetched_uris.lock().unwrap_or_else(|p| p.into_inner()).iter().cloned().collect();
@@ -576,6 +584,8 @@ impl ShardSet {
             consumed: 0,
             ahead: HashSet::new(),
             base: std::time::SystemTime::now(),
+            parked: HashMap::new(),
+            parked_bytes: 0,
         }
     }
 
@@ -773,7 +783,18 @@ pub struct ShardSource {
     ahead: HashSet<usize>,
     /// When this run's `epoch_reads` came: the base of `wanted_at`.
     base: std::time::SystemTime,
+    /// Remote shards closed between their runs that no cache will serve when
+    /// they come back (not cached: they did not fit, or `cache=False`; or
+    /// the cache is below the working set and may evict them first): kept
+    /// here while the epoch reads them again, up to the working set (at most
+    /// [`MAX_PARKED`]), so a reopen is not another fetch. The farthest next
+    /// use goes first.
+    parked: HashMap<usize, Open>,
+    parked_bytes: u64,
 }
+
+/// The most payload bytes a source keeps parked (see `ShardSource::parked`).
+const MAX_PARKED: u64 = 2 << 30;
 
 impl ShardSource {
     fn ensure_open(&mut self, s: usize) -> Result<()> {
@@ -784,10 +805,16 @@ impl ShardSource {
         }
         while self.open.len() >= self.max_open {
             let Some(old) = self.lru.pop_front() else { break };
-            self.open.remove(&old);
-            self.mark(old);
+            self.close(old);
         }
-        let o = self.set.open_shard(s)?;
+        let o = match self.parked.remove(&s) {
+            Some(o) => {
+                self.parked_bytes -= o.payload.len() as u64;
+                self.set.counters.unparked.fetch_add(1, Ordering::Relaxed);
+                o
+            }
+            None => self.set.open_shard(s)?,
+        };
         self.ahead.remove(&s);
         self.open.insert(s, o);
         self.lru.push_back(s);
@@ -796,6 +823,43 @@ impl ShardSource {
 }
 
 impl ShardSource {
+    /// Closes open shard `s`: parked when it is in no cache and read again
+    /// later, and its cache entry ordered for eviction.
+    fn close(&mut self, s: usize) {
+        self.lru.retain(|&x| x != s);
+        let Some(o) = self.open.remove(&s) else { return };
+        self.park(s, o);
+        self.mark(s);
+    }
+
+    fn park(&mut self, s: usize, o: Open) {
+        let shard = &self.set.shards[s];
+        let Some(at) = self.next_use(s) else { return };
+        // A cache that holds the working set serves reopens; one below it
+        // may evict this shard before its next run, so it is kept too.
+        let ws = self.set.working_set();
+        let served =
+            self.set.opts.cache.as_ref().is_some_and(|c| c.budget() >= ws && c.contains(&shard.uri, &shard.identity));
+        if shard.mapped || served {
+            return;
+        }
+        let size = o.payload.len() as u64;
+        let budget = self.set.working_set().min(MAX_PARKED);
+        while self.parked_bytes + size > budget {
+            let far = self.parked.keys().copied().max_by_key(|&p| self.next_use(p).unwrap_or(u64::MAX));
+            match far {
+                Some(p) if self.next_use(p).unwrap_or(u64::MAX) > at => {
+                    if let Some(old) = self.parked.remove(&p) {
+                        self.parked_bytes -= old.payload.len() as u64;
+                    }
+                }
+                _ => return,
+            }
+        }
+        self.parked_bytes += size;
+        self.parked.insert(s, o);
+    }
+
     /// The record (of this run) at which shard `s` is next read, if this epoch reads it again.
     fn next_use(&self, s: usize) -> Option<u64> {
         self.remaining.get(&s)?;
@@ -845,6 +909,9 @@ impl RecordSource for ShardSource {
                     self.remaining.remove(&s);
                     // Done with it this epoch: closed now, its entry first to go.
                     self.open.remove(&s);
+                    if let Some(p) = self.parked.remove(&s) {
+                        self.parked_bytes -= p.payload.len() as u64;
+                    }
                     self.lru.retain(|&x| x != s);
                     current.remove(&s);
                     if let Some(cache) = &self.set.opts.cache {
@@ -860,11 +927,10 @@ impl RecordSource for ShardSource {
             let keep: Vec<usize> =
                 self.lru.iter().copied().filter(|s| current.contains(s) || self.upcoming.contains(s)).collect();
             let closed: Vec<usize> = self.open.keys().copied().filter(|s| !keep.contains(s)).collect();
-            self.open.retain(|s, _| keep.contains(s));
-            self.lru = keep.into();
             for s in closed {
-                self.mark(s);
+                self.close(s);
             }
+            self.lru = keep.into();
         }
         Ok(out)
     }
@@ -888,6 +954,8 @@ impl RecordSource for ShardSource {
     fn epoch_reads(&mut self, indices: &mut dyn Iterator<Item = u64>, soon: usize) {
         self.remaining.clear();
         self.runs.clear();
+        self.parked.clear();
+        self.parked_bytes = 0;
         self.consumed = 0;
         self.base = std::time::SystemTime::now();
         // Reads of a shard closer than `soon` apart are one run (the shard
