@@ -78,6 +78,10 @@ SYSTEM_PACKAGES |= {
     f"{_MULTIARCH}/pkgconfig/libswresample.pc": "libswresample-dev",
     "/usr/lib/llvm-14/lib/libclang.so": "libclang-dev",
 }
+# dataio-http's tests serve their files with nginx too (a real server: HTTP/2
+# over TLS, its own range handling), started as the test user from a tmp
+# config. Debian installs it in /usr/sbin, off a user's PATH: looked up there.
+SYSTEM_PACKAGES |= {"/usr/sbin/nginx": "nginx"}
 # npm packages the tests run (dataio-azure's emulator), installed under .cache/.
 NPM_PACKAGES = {"azurite": "azurite@3"}
 
