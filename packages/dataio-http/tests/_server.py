@@ -2,7 +2,9 @@
 `Range`, `ETag` and `Last-Modified`, and faults on demand (the path's first
 segment names one): `/503/...` answers 503 with `Retry-After: 1` the first
 time, `/429/...` likewise, `/cut/...` cuts the body once, `/alwayscut/...`
-always, `/slow/...` sends the body after a pause, `/loop/...` redirects to
+always, `/slow/...` sends the body after a pause, `/stall/...` sends half the body
+and then nothing for `STALL_SECONDS` (a server that hangs mid-body; the
+handler gives up by itself), `/loop/...` redirects to
 itself, `/tolocal/...` redirects to 127.0.0.1, `/noai/...` sends
 `X-Robots-Tag: noai`, `/norange/...` ignores `Range`."""
 
@@ -19,7 +21,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-FAULTS = ("503", "429", "cut", "alwayscut", "slow", "loop", "tolocal", "noai", "norange")
+FAULTS = ("503", "429", "cut", "alwayscut", "slow", "stall", "loop", "tolocal", "noai", "norange")
+STALL_SECONDS = 2.0
 
 
 class Server:
@@ -86,6 +89,8 @@ class Server:
                     return
                 if fault == "slow":
                     time.sleep(0.3)
+                if fault == "stall":
+                    return self._stall(body)
                 if (fault == "cut" and first) or fault == "alwayscut":
                     self.wfile.write(body[: len(body) // 2])
                     self.wfile.flush()
@@ -94,6 +99,16 @@ class Server:
                     return
                 self.wfile.write(body)
                 outer.sent += len(body)
+
+            def _stall(self, body: bytes) -> None:
+                try:
+                    self.wfile.write(body[: len(body) // 2])
+                    self.wfile.flush()
+                    time.sleep(STALL_SECONDS)
+                    self.wfile.write(body[len(body) // 2 :])
+                except OSError:
+                    pass  # the client gave up first, as it should
+                self.close_connection = True
 
             def _plain(self, code: int, body: bytes, headers: dict[str, str] | None = None) -> None:
                 self.send_response(code)
