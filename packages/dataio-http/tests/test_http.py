@@ -166,3 +166,32 @@ def test_configure_http_checks_its_arguments() -> None:
     assert dataio.configure_http(retries=5)["retries"] == 5
     dataio.config.reset("http")
     assert dataio.config.http_settings()["retries"] == 3
+
+
+def test_loader_stats_count_this_loaders_http_traffic(http_server: Server, files: tuple[Path, dict[str, bytes]]) -> None:
+    """loader.stats()["http"] (the plugin's dataio_register_stats section):
+    responses by status class, bytes, refusals and retries since the loader
+    started, not since the process did."""
+    _, data = files
+    pipe = dataio.pipeline(dataio.slot("body", field="url", stack="never").decode_bytes(), dataio.batch(3))
+    dead = [{"key": f"dead{i}", "url": http_server.url(f"gone-{i}.bin")} for i in range(3)]
+    live = [{"key": "a", "url": http_server.url("a.bin")}, {"key": "b", "url": http_server.url("b.bin")}]
+    dataio.configure_http(allow_hosts=["127.0.0.1"])
+    try:
+        rows = [live[0], *dead[:2], live[1], dead[2]]  # each batch has a live row
+        with pipe.bind(rows).run("numpy", on_failure="skip") as loader:
+            got = {k: bytes(np.asarray(v)) for b in loader for k, v in zip(b.keys, b["body"])}
+            running = loader.stats()["http"]
+        http = loader.stats()["http"]
+    finally:
+        dataio.config.reset("http")
+    assert got == {"a": data["a.bin"], "b": data["b.bin"]}
+    assert http["4xx"] == 3 and http["2xx"] >= 2 and http["bytes"] >= len(data["a.bin"]) + len(data["b.bin"]), http
+    assert http["refused"] == 0 and http["retries"] == 0 and http["5xx"] == 0, http
+    assert running == http, "the last epoch ended: the section stays as it was"
+    # Default settings: the loopback server and the metadata address are refused.
+    inside = [{"key": "meta", "url": "http://169.254.169.254/latest/meta-data/"}, *live]
+    with pipe.bind(inside).run("numpy", on_failure="skip") as loader, pytest.warns(RuntimeWarning, match="every row failed"):
+        assert [k for b in loader for k in b.keys] == []
+        http = loader.stats()["http"]
+    assert http["refused"] == 3 and http["4xx"] == 0 and http["2xx"] == 0 and http["bytes"] == 0, http

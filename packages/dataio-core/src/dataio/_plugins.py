@@ -45,6 +45,8 @@ _NEITHER = "; until then neither serves it"
 V = TypeVar("V")
 
 #: The hooks of :mod:`dataio.hookspecs`, by name.
+#: Sections of ``loader.stats()`` the core fills itself: no plugin may register them.
+CORE_STATS_SECTIONS = frozenset({"source", "sources", "pack", "source_reads"})
 HOOK_NAMES: tuple[str, ...] = tuple(n for n in hookspecs.__all__ if n.startswith("dataio_register_"))
 
 #: The URI schemes that the backend plugins shipped with dataio register,
@@ -181,8 +183,9 @@ class OpSpec:
 class Registration(Generic[V]):
     """A name one plugin registered through a hook that registers objects by
     name: ``value`` is the device reader (``dataio_register_device_readers``),
-    the namespace loader (``dataio_register_namespaces``) or the executor
-    factory (``dataio_register_executors``)."""
+    the namespace loader (``dataio_register_namespaces``), the executor
+    factory (``dataio_register_executors``) or the counters of a stats
+    section (``dataio_register_stats``)."""
 
     name: str
     plugin: str
@@ -235,6 +238,7 @@ class PluginHost:
         self._namespaces: dict[str, Registration[Callable[[], object]]] = {}
         self._namespace_objects: dict[str, object] = {}
         self._executors: dict[str, Registration[Callable[[], Any]]] = {}
+        self._stats_sections: dict[str, Registration[Callable[[], Mapping[str, int | float]]]] = {}
         self._problems: list[PluginProblem] = []
         #: (what, name) -> the plugins that registered it, when more than one did
         self._conflicts: dict[tuple[str, str], list[str]] = {}
@@ -379,6 +383,7 @@ class PluginHost:
         self._call_each(pm, "dataio_register_device_readers", self._device_reader_registrar, on_error)
         self._call_each(pm, "dataio_register_namespaces", self._namespace_registrar, on_error)
         self._call_each(pm, "dataio_register_executors", self._executor_registrar, on_error)
+        self._call_each(pm, "dataio_register_stats", self._stats_registrar, on_error)
 
     @staticmethod
     def _call_each(
@@ -408,7 +413,7 @@ class PluginHost:
         reason = f"{hook_name} raised {type(exc).__name__}: {exc}"
         if plugin == BUILTIN:
             raise exc  # the core's own registrations are not optional
-        for table in (self._backends, self._ops, self._device_readers, self._namespaces, self._executors):
+        for table in (self._backends, self._ops, self._device_readers, self._namespaces, self._executors, self._stats_sections):
             for key in [k for k, reg in table.items() if reg.plugin == plugin]:
                 del table[key]
         pm.unregister(name=plugin)
@@ -578,6 +583,16 @@ class PluginHost:
 
         return self._named_registrar(self._executors, "executor", plugin, check)
 
+    def _stats_registrar(self, plugin: str) -> hookspecs.StatsRegistrar:
+        def check(section: str, counters: object) -> str | None:
+            if not section.isidentifier():
+                return f"the stats section {section!r} is not an identifier"
+            if section in CORE_STATS_SECTIONS:
+                return f"the stats section {section!r} is the core's own (loader.stats()[{section!r}])"
+            return None if callable(counters) else f"the counters of stats section {section!r} are not callable"
+
+        return self._named_registrar(self._stats_sections, "stats section", plugin, check)
+
     # -- queries ------------------------------------------------------------
 
     def plugins(self) -> list[PluginInfo]:
@@ -661,6 +676,31 @@ class PluginHost:
             self._raise_conflict("executor", name)
         return reg.value if reg is not None else None
 
+    def stats_counters(self) -> dict[str, dict[str, int | float]]:
+        """Each registered stats section's counters now. Loads no plugin:
+        before plugins have loaded there is none (and nothing a plugin
+        counts has happened). A section whose ``counters()`` raises, or
+        returns something other than numbers by name, is left out and
+        named once in :meth:`problems`."""
+        with self._lock:
+            if self._pm is None:
+                return {}
+            sections = list(self._stats_sections.values())
+        out: dict[str, dict[str, int | float]] = {}
+        for reg in sections:
+            try:
+                values = {str(k): v for k, v in reg.value().items()}
+                bad = [k for k, v in values.items() if not isinstance(v, (int, float)) or isinstance(v, bool)]
+                if bad:
+                    raise TypeError(f"not numbers: {', '.join(bad)}")
+            except Exception as exc:  # noqa: BLE001 - a plugin's broken counters must not break loader.stats()
+                with self._lock:
+                    self._problem_of("stats section", reg.plugin, f"its stats section {reg.name!r} failed: {type(exc).__name__}: {exc}",
+                                     warn=False)
+                continue
+            out[reg.name] = values
+        return out
+
     def failed_note(self) -> str:
         """``"; these plugins failed to load and may provide it: ..."`` (and
         the problems of plugins that loaded, which may be why) or ``""``: the
@@ -739,6 +779,7 @@ class PluginHost:
                 self._namespaces,
                 self._namespace_objects,
                 self._executors,
+                self._stats_sections,
             ):
                 table.clear()
 

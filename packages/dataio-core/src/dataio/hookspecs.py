@@ -43,12 +43,14 @@ __all__ = [
     "DeviceReaderRegistrar",
     "NamespaceRegistrar",
     "ExecutorRegistrar",
+    "StatsRegistrar",
     "dataio_register_backends",
     "dataio_register_ops",
     "dataio_register_capabilities",
     "dataio_register_device_readers",
     "dataio_register_namespaces",
     "dataio_register_executors",
+    "dataio_register_stats",
 ]
 
 PROJECT = "dataio"
@@ -218,6 +220,20 @@ class ExecutorRegistrar(Protocol):
         """
 
 
+class StatsRegistrar(Protocol):
+    def __call__(self, section: str, counters: Callable[[], Mapping[str, int | float]], *, description: str = "") -> None:
+        """Add ``loader.stats()[section]``: what this plugin counted while
+        the loader ran.
+
+        ``counters()`` returns the plugin's process-wide counters by name
+        (numbers that only grow: requests, retries, bytes). A loader calls it
+        when it starts and at each ``stats()``, and reports each counter's
+        growth since its start; so it must be cheap (no I/O) and safe from
+        any thread. ``section`` is an identifier; the core's own sections
+        (``source``, ``sources``, ``pack``, ``source_reads``) are refused.
+        """
+
+
 @hookspec
 def dataio_register_backends(register: BackendRegistrar) -> None:
     """Called once when plugins load; register URI-scheme backends."""
@@ -249,3 +265,10 @@ def dataio_register_namespaces(register: NamespaceRegistrar) -> None:
 def dataio_register_executors(register: ExecutorRegistrar) -> None:
     """Called once when plugins load; register executors by name
     (``run(executor="ray")``)."""
+
+
+@hookspec
+def dataio_register_stats(register: StatsRegistrar) -> None:
+    """Called once when plugins load; register sections of
+    ``loader.stats()`` (``"http"``: dataio-http's responses by status class,
+    retries, refusals and bytes)."""

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, cast
 
 from . import _native
+from ._plugins import host as _plugin_host
 from ._stats import StatsReport, cache_short_note, describe_stats
 from .contract import (
     COLLATE_KEY,
@@ -361,6 +362,8 @@ class Loader:
             # A collective group, made now, when every rank makes its loader.
             self._balancer = Balancer() if Balancer.wanted(self._packing, self._shard) else None
         self._last_stats: dict[str, Any] = {}
+        # What plugins had counted when the loader started (dataio_register_stats).
+        self._plugin_counters_at_start = _plugin_host.stats_counters()
         self._closed = False
         self._iterating = False
         # One consumer at a time (see _enter); the process that owns the threads.
@@ -465,7 +468,7 @@ class Loader:
             self._run = None
             return
         if self._run is not None:
-            self._last_stats = self._with_pack(self._with_wait(self._run.stats()))
+            self._last_stats = self._with_plugins(self._with_pack(self._with_wait(self._run.stats())))
             self._run.close()
             self._run = None
 
@@ -995,6 +998,15 @@ class Loader:
     def _with_pack(self, stats: dict[str, Any]) -> dict[str, Any]:
         if self._packed is not None:
             stats["pack"] = self._packed.stats()
+        return stats
+
+    def _with_plugins(self, stats: dict[str, Any]) -> dict[str, Any]:
+        """Adds each plugin's stats section: its counters' growth since the
+        loader started (a plugin that loaded later counts from zero)."""
+        for section, now in _plugin_host.stats_counters().items():
+            if section not in stats:
+                start = self._plugin_counters_at_start.get(section, {})
+                stats[section] = {k: v - start.get(k, 0) for k, v in now.items()}
         return stats
 
     def _with_wait(self, stats: dict[str, Any]) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""Entry-point module of dataio-http: registers http:// and https:// and its report row."""
+"""Entry-point module of dataio-http: registers http:// and https://, its
+report row and its ``loader.stats()["http"]`` section."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from dataio.config import http_settings
-from dataio.hookspecs import BackendRegistrar, CapabilityRegistrar, hookimpl
+from dataio.hookspecs import BackendRegistrar, CapabilityRegistrar, StatsRegistrar, hookimpl
 
 from . import __version__, _native
 
@@ -38,3 +39,8 @@ def report() -> Mapping[str, Any]:
 @hookimpl
 def dataio_register_capabilities(register: CapabilityRegistrar) -> None:
     register("dataio-http", report)
+
+
+@hookimpl
+def dataio_register_stats(register: StatsRegistrar) -> None:
+    register("http", _native.stats, description="responses by status class, retries, refused URLs, body bytes")
