@@ -143,6 +143,11 @@ pub enum Error {
     #[error("{op}: cannot decode: {detail}")]
     Decode { op: String, detail: String },
 
+    /// An encoder (`encode_image`) refused its input: a data error of the
+    /// row, like [`Error::Decode`].
+    #[error("{op}: cannot encode: {detail}")]
+    Encode { op: String, detail: String },
+
     #[error("invalid plan: {0}")]
     Plan(String),
 
@@ -214,7 +219,7 @@ impl Error {
             Error::UnsupportedScheme { .. } => ErrorKind::UnsupportedScheme,
             Error::OutOfRange { .. } | Error::RangeNotSatisfiable { .. } => ErrorKind::OutOfRange,
             Error::Corrupt { .. } => ErrorKind::Corrupt,
-            Error::Decode { .. } => ErrorKind::Decode,
+            Error::Decode { .. } | Error::Encode { .. } => ErrorKind::Decode,
             Error::Plan(_) => ErrorKind::Plan,
             Error::Io { .. } => ErrorKind::Io,
             Error::Backend { .. } => ErrorKind::Backend,
@@ -236,6 +241,10 @@ impl Error {
 
     pub fn decode(op: impl Into<String>, detail: impl fmt::Display) -> Self {
         Error::Decode { op: op.into(), detail: detail.to_string() }
+    }
+
+    pub fn encode(op: impl Into<String>, detail: impl fmt::Display) -> Self {
+        Error::Encode { op: op.into(), detail: detail.to_string() }
     }
 
     /// Maps an OS error on `uri` to the variant a caller can act on.

@@ -82,13 +82,32 @@ pub enum Step {
     Crop(ops::Crop),
     RandomCrop(ops::RandomCrop),
     RandomResizedCrop(ops::RandomResizedCrop),
-    HFlip { p: f64 },
-    VFlip { p: f64 },
-    Normalize { mean: Vec<f32>, std: Vec<f32>, layout: Layout },
+    HFlip {
+        p: f64,
+    },
+    VFlip {
+        p: f64,
+    },
+    Normalize {
+        mean: Vec<f32>,
+        std: Vec<f32>,
+        layout: Layout,
+    },
     ToChw,
-    Cast { dtype: DType },
-    Branch { pred: Pred, then: Vec<Step>, otherwise: Vec<Step> },
-    External { name: String, params: Map<String, Json> },
+    Cast {
+        dtype: DType,
+    },
+    /// The slot's last step: uint8 pixels to an image file's bytes.
+    EncodeImage(ops::EncodeImage),
+    Branch {
+        pred: Pred,
+        then: Vec<Step>,
+        otherwise: Vec<Step>,
+    },
+    External {
+        name: String,
+        params: Map<String, Json>,
+    },
 }
 
 impl Step {
@@ -106,6 +125,7 @@ impl Step {
             Step::Normalize { .. } => "normalize",
             Step::ToChw => "to_chw",
             Step::Cast { .. } => "cast",
+            Step::EncodeImage(_) => "encode_image",
             Step::Branch { .. } => "when",
             Step::External { name, .. } => name,
         }
@@ -456,6 +476,14 @@ fn infer(steps: &[Step], mut st: Infer, slot: &str) -> Result<Infer> {
             }
             Step::ToChw => st.chw = true,
             Step::Cast { dtype } => st.dtype = *dtype,
+            Step::EncodeImage(_) => {
+                if st.normalized || st.dtype != DType::U8 || st.chw {
+                    return Err(Error::Plan(format!(
+                        "slot {slot:?}, op encode_image: it encodes uint8 HWC pixels; drop the normalize/cast/to_chw before it"
+                    )));
+                }
+                (st.h, st.w) = (None, None);
+            }
             Step::Branch { then, otherwise, .. } => {
                 let a = infer(then, st.clone(), slot)?;
                 let b = infer(otherwise, st.clone(), slot)?;
@@ -474,6 +502,27 @@ fn infer(steps: &[Step], mut st: Infer, slot: &str) -> Result<Infer> {
         }
     }
     Ok(st)
+}
+
+/// `encode_image` turns pixels into a file's bytes: nothing may follow it,
+/// and it is not taken inside a `when` branch (both branches would have to
+/// encode).
+fn check_encode_last(steps: &[Step], slot: &str, top: bool) -> Result<()> {
+    for (i, s) in steps.iter().enumerate() {
+        match s {
+            Step::EncodeImage(_) if !top || i + 1 != steps.len() => {
+                return Err(Error::Plan(format!(
+                    "slot {slot:?}, op encode_image: it must be the slot's last op, outside any when()"
+                )))
+            }
+            Step::Branch { then, otherwise, .. } => {
+                check_encode_last(then, slot, false)?;
+                check_encode_last(otherwise, slot, false)?;
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 fn has_external(steps: &[Step]) -> bool {
@@ -546,6 +595,8 @@ fn compile_slot(sj: &SlotJson, external: &BTreeSet<String>, fields: &mut BTreeSe
         .map(|(i, node)| parse_step(&Ctx { slot: &name, op: &node.op, index: i }, node, external))
         .collect::<Result<Vec<_>>>()?;
     step_fields(&steps, fields);
+    check_encode_last(&steps, &name, true)?;
+    let encodes = matches!(steps.last(), Some(Step::EncodeImage(_)));
     let (static_shape, dtype) = match &decoder {
         Decoder::Image { mode, .. } => {
             let st = infer(
@@ -557,7 +608,17 @@ fn compile_slot(sj: &SlotJson, external: &BTreeSet<String>, fields: &mut BTreeSe
                 (Some(h), Some(w), false) => Some(if st.chw { vec![st.c, h, w] } else { vec![h, w, st.c] }),
                 _ => None,
             };
-            (shape, if has_external(&steps) { None } else { Some(st.dtype) })
+            let shape = if encodes { None } else { shape };
+            (
+                shape,
+                if encodes {
+                    Some(DType::U8)
+                } else if has_external(&steps) {
+                    None
+                } else {
+                    Some(st.dtype)
+                },
+            )
         }
         // A plugin decoder's output may be an image: a uint8 HWC result
         // enters the fused image chain at run time, anything else meets a
@@ -565,7 +626,7 @@ fn compile_slot(sj: &SlotJson, external: &BTreeSet<String>, fields: &mut BTreeSe
         Decoder::External { .. } => (None, None),
         _ => {
             for s in &steps {
-                if !matches!(s, Step::Cast { .. } | Step::External { .. }) {
+                if !matches!(s, Step::Cast { .. } | Step::External { .. } | Step::EncodeImage(_)) {
                     return Err(Error::Plan(format!(
                         "slot {name:?}, op {}: image ops need decode_image(); this slot decodes {}",
                         s.name(),

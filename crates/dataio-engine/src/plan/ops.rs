@@ -498,6 +498,50 @@ pub struct Cast {
     pub dtype: DTypeName,
 }
 
+/// The file format `encode_image` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ImageFormat {
+    #[default]
+    #[serde(alias = "jpg")]
+    Jpeg,
+    Png,
+    Webp,
+}
+
+impl ImageFormat {
+    /// The file extension a shard member of this format takes.
+    pub fn extension(self) -> &'static str {
+        match self {
+            ImageFormat::Jpeg => "jpg",
+            ImageFormat::Png => "png",
+            ImageFormat::Webp => "webp",
+        }
+    }
+}
+
+checked!(
+    /// A JPEG quality, `1..=100`.
+    Quality(u8), {"type": "integer", "minimum": 1, "maximum": 100},
+    |v| v.as_u64().filter(|q| (1..=100).contains(q)).map(|q| q as u8).ok_or_else(|| format!("must be an integer in 1..=100, got {v}"))
+);
+
+fn default_quality() -> Quality {
+    Quality(90)
+}
+
+/// uint8 pixels to the bytes of an image file (JPEG through libjpeg-turbo, lossless PNG, lossless WebP); a slot's last op.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EncodeImage {
+    /// file format: jpeg, png or webp
+    #[serde(default)]
+    pub format: ImageFormat,
+    /// JPEG quality (PNG and WebP are lossless)
+    #[serde(default = "default_quality")]
+    pub quality: Quality,
+}
+
 // ---------------------------------------------------------------------------
 // Batch transforms
 
@@ -598,6 +642,7 @@ ops! {
     "normalize" "transform" false => Normalize,
     "to_chw" "transform" false => ToChw,
     "cast" "transform" false => Cast,
+    "encode_image" "transform" false => EncodeImage,
     "mixup" "batch" true => Mix,
     "cutmix" "batch" true => Mix,
     "pad_to_longest" "batch" false => PadToLongest,
@@ -680,6 +725,7 @@ pub fn step(name: &str, p: &Map<String, Json>) -> Option<std::result::Result<Ste
         }),
         "to_chw" => params::<ToChw>(p).map(|_| Step::ToChw),
         "cast" => params::<Cast>(p).map(|c| Step::Cast { dtype: c.dtype.0 }),
+        "encode_image" => params::<EncodeImage>(p).map(Step::EncodeImage),
         _ => return None,
     })
 }

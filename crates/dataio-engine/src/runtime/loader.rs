@@ -863,7 +863,7 @@ fn process_row(
             }
             Err(e) => {
                 let op = match &e {
-                    Error::Decode { op, .. } => op.clone(),
+                    Error::Decode { op, .. } | Error::Encode { op, .. } => op.clone(),
                     _ => decoder_name(&slot.decoder).to_string(),
                 };
                 return Err(e.in_row(ctx(&op, uri)));

@@ -642,16 +642,54 @@ fn run_slot_unguarded(
     external: Option<&dyn ExternalOps>,
     dest: Dest<'_>,
 ) -> Result<SlotOut> {
+    // `encode_image` is a slot's last step (the plan checks it): the chain
+    // before it runs as usual into a staged tensor, which is then encoded.
+    let Some((Step::EncodeImage(enc), steps)) = slot.steps.split_last() else {
+        return run_steps(slot, &slot.steps, input, record, key, external, dest);
+    };
+    let staged = run_steps(slot, steps, input, record, key, external, Dest { row: None, expect_shape: None })?;
+    let SlotOut::Tensor(t) = staged else { unreachable!("no row was given") };
+    let bytes = encode_tensor(&t, enc)?;
+    place(Tensor::from_vec_u8(vec![bytes.len()], &bytes), dest)
+}
+
+/// `encode_image` on a staged tensor: uint8 `[H, W, C]` (C 1, 3 or 4) or `[H, W]`.
+fn encode_tensor(t: &Tensor, enc: &crate::plan::ops::EncodeImage) -> Result<Vec<u8>> {
+    let (h, w, c) = match t.shape[..] {
+        [h, w] => (h, w, 1),
+        [h, w, c] => (h, w, c),
+        _ => (0, 0, 0),
+    };
+    if t.dtype != DType::U8 || c == 0 || h > u32::MAX as usize || w > u32::MAX as usize {
+        return Err(Error::encode(
+            "encode_image",
+            format!("needs uint8 pixels [H, W, C] or [H, W], got {} {:?}", t.dtype.name(), t.shape),
+        ));
+    }
+    let px = PixelsRef { width: w as u32, height: h as u32, channels: c as u32, data: t.bytes() };
+    crate::kernels::image::encode::encode(px, enc)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_steps(
+    slot: &SlotProgram,
+    steps: &[Step],
+    input: SlotInput,
+    record: &Record,
+    key: SampleKey,
+    external: Option<&dyn ExternalOps>,
+    dest: Dest<'_>,
+) -> Result<SlotOut> {
     match (&slot.decoder, input) {
         (Decoder::Image { mode, max_pixels, dct_scaling, exif }, SlotInput::Data(data)) => {
             let opts = ImageOptions { mode: *mode, max_pixels: *max_pixels, dct_scaling: *dct_scaling, exif: *exif };
-            run_image(&data, opts, &slot.steps, key, record, external, dest)
+            run_image(&data, opts, steps, key, record, external, dest)
         }
         (Decoder::Image { .. }, SlotInput::Scalar(v)) => {
             Err(Error::decode("decode_image", format!("expected image bytes or a path, got the value {}", v.display())))
         }
         (Decoder::Bytes, SlotInput::Data(data)) => {
-            finish_tensor(Tensor::from_vec_u8(vec![data.len()], &data), &slot.steps, key, record, external, dest)
+            finish_tensor(Tensor::from_vec_u8(vec![data.len()], &data), steps, key, record, external, dest)
         }
         (Decoder::Bytes, SlotInput::Scalar(v)) => {
             let t = match v {
@@ -662,10 +700,10 @@ fn run_slot_unguarded(
                     return Err(Error::decode("decode_bytes", format!("cannot make a tensor of {}", other.display())))
                 }
             };
-            finish_tensor(t, &slot.steps, key, record, external, dest)
+            finish_tensor(t, steps, key, record, external, dest)
         }
         (Decoder::Npy, SlotInput::Data(data)) => {
-            finish_tensor(crate::kernels::formats::npy::decode(&data)?, &slot.steps, key, record, external, dest)
+            finish_tensor(crate::kernels::formats::npy::decode(&data)?, steps, key, record, external, dest)
         }
         (Decoder::Safetensors { tensor_key }, SlotInput::Data(data)) => {
             let name = match tensor_key {
@@ -688,7 +726,7 @@ fn run_slot_unguarded(
             };
             finish_tensor(
                 crate::kernels::formats::safetensors::decode(&data, &name)?,
-                &slot.steps,
+                steps,
                 key,
                 record,
                 external,
@@ -697,7 +735,7 @@ fn run_slot_unguarded(
         }
         (Decoder::External { name, params }, SlotInput::Data(data)) => {
             let t = plugin_decode(external, name, &data, params, key, record).map_err(|e| plugin_op_failed(name, e))?;
-            finish_tensor(t, &slot.steps, key, record, external, dest)
+            finish_tensor(t, steps, key, record, external, dest)
         }
         (Decoder::External { name, params }, SlotInput::Object(object)) => {
             let op = native_ops::get(name)
@@ -711,7 +749,7 @@ fn run_slot_unguarded(
                     object.uri(),
                 )
                 .map_err(|e| plugin_op_failed(name, e))?;
-            finish_tensor(t, &slot.steps, key, record, external, dest)
+            finish_tensor(t, steps, key, record, external, dest)
         }
         (d, SlotInput::Object(_)) => {
             Err(Error::invalid(format!("{} reads whole bytes, not an object by range", decoder_name(d))))

@@ -26,6 +26,7 @@ What the table does not say, and how the Python surface decides it:
 
 from __future__ import annotations
 
+import builtins
 import inspect
 import json
 import sys
@@ -145,6 +146,12 @@ def _signature(args: list[_Arg], first: str = "") -> str:
     return ", ".join(parts)
 
 
+def _noqa(args: list[_Arg]) -> str:
+    """A parameter named as the op's spec names it may shadow a builtin
+    (``encode_image(format=...)``): the line says so to ruff."""
+    return "  # noqa: A002 (the op's parameter name)" if any(hasattr(builtins, a.name) for a in args) else ""
+
+
 def _call(args: list[_Arg]) -> str:
     """The arguments that pass ``args`` on: positional ones by position."""
     return ", ".join(a.name if not a.keyword_only else f"{a.name}={a.name}" for a in args)
@@ -182,7 +189,7 @@ def _factory(op: Mapping[str, Any]) -> Iterator[str]:
     call = _call([_Arg(a.name, a.annotation, a.default, True) for a in args])
     yield ""
     yield ""
-    yield f"def {op['name']}({_signature(args)}) -> Op:"
+    yield f"def {op['name']}({_signature(args)}) -> Op:{_noqa(args)}"
     yield from _docstring(op, "    ")
     yield f"    return _op({json.dumps(op['name'])}{', ' if call else ''}{call})"
 
@@ -192,7 +199,7 @@ def _shorthand(op: Mapping[str, Any]) -> Iterator[str]:
     args = _hand_written_args(name) if name in HAND_WRITTEN else _table_args(op)
     call = _call(args)
     yield ""
-    yield f"    def {name}({_signature(args, 'self')}) -> Slot:"
+    yield f"    def {name}({_signature(args, 'self')}) -> Slot:{_noqa(args)}"
     yield f'        """Append ``dataio.transforms.{name}(...)``: {op["description"]}"""'
     yield f"        return self._add({json.dumps(name)}{', ' if call else ''}{call})"
 

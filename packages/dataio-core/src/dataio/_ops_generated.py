@@ -20,6 +20,7 @@ __all__ = [
     "decode_image",
     "decode_npy",
     "decode_safetensors",
+    "encode_image",
     "hflip",
     "random_crop",
     "random_resized_crop",
@@ -173,6 +174,16 @@ def to_chw() -> Op:
     return _op("to_chw")
 
 
+def encode_image(format: str = "jpeg", *, quality: int = 90) -> Op:  # noqa: A002 (the op's parameter name)
+    """uint8 pixels to the bytes of an image file (JPEG through libjpeg-turbo, lossless PNG, lossless WebP); a slot's last op.
+
+    Args:
+        format: file format: jpeg, png or webp ("jpeg", "png", "webp")
+        quality: JPEG quality (PNG and WebP are lossless)
+    """
+    return _op("encode_image", format=format, quality=quality)
+
+
 class SlotOps:
     """The shorthands of ``dataio.pipeline.Slot``: ``slot.resize(...)`` appends
     ``dataio.transforms.resize(...)``; a parameter error names the slot."""
@@ -245,3 +256,7 @@ class SlotOps:
     def cast(self, dtype: str) -> Slot:
         """Append ``dataio.transforms.cast(...)``: Convert the dtype."""
         return self._add("cast", dtype)
+
+    def encode_image(self, format: str = "jpeg", *, quality: int = 90) -> Slot:  # noqa: A002 (the op's parameter name)
+        """Append ``dataio.transforms.encode_image(...)``: uint8 pixels to the bytes of an image file (JPEG through libjpeg-turbo, lossless PNG, lossless WebP); a slot's last op."""
+        return self._add("encode_image", format, quality=quality)

@@ -8,6 +8,7 @@
 //! loop applies flips, normalization, layout and dtype while writing straight
 //! into the batch buffer ([`finish`]).
 
+pub mod encode;
 pub mod finish;
 pub mod geometry;
 pub mod jpeg;
