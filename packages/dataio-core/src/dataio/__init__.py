@@ -50,6 +50,7 @@ from .io import (
 from .loader import Batch, Loader, from_sampler, release_memory
 from .mix import mix
 from .pipeline import Pipeline, batch, collate, group_by, map, pack, pipeline, slot  # noqa: A004 - dataio.map is public
+from .shard_writer import WriteReport, write_shards
 from .transforms import col
 from .video import read_audio, read_video, video_info
 
@@ -113,6 +114,8 @@ __all__ = [
     "jsonl_records",
     "csv_records",
     "write_tfrecord",
+    "write_shards",
+    "WriteReport",
     "tar_records",
     "write_safetensors",
     "read_safetensors",

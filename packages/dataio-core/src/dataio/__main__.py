@@ -1,5 +1,8 @@
 """``python -m dataio``: print the capability report of this host.
 
+``python -m dataio convert SRC DEST``: an image folder, a URL list or
+shards into shards with their index (see ``dataio.convert``).
+
 ``python -m dataio index SHARDS... --out URI``: write a shard index of tar
 shards (webdataset's ``wids-shard-index-v1``, as ``widsindex create`` writes
 it), so that ``dataio.tar_records`` opens them on a fresh host without
@@ -13,6 +16,7 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 
+from . import convert
 from .capabilities import format_report, report
 
 
@@ -112,7 +116,7 @@ def _index(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m dataio", description="What dataio can do on this host.")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    sub = parser.add_subparsers(dest="command", metavar="{index}")
+    sub = parser.add_subparsers(dest="command", metavar="{index,convert}")
     ix = sub.add_parser(
         "index",
         help="write a shard index (wids-shard-index-v1) of tar shards",
@@ -132,7 +136,10 @@ def main(argv: list[str] | None = None) -> int:
     gz.add_argument("--gunzip", dest="gunzip", action="store_const", const=True, default=None, help="gunzip every shard")
     gz.add_argument("--no-gunzip", dest="gunzip", action="store_const", const=False, help="gunzip none (default: by the name)")
     ix.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    convert.add_parser(sub)
     args = parser.parse_args(argv)
+    if args.command == "convert":
+        return convert.run(args)
     if args.command == "index":
         return _index(args)
     return _report(args)

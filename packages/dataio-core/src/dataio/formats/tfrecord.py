@@ -113,8 +113,9 @@ def encode_example(features: dict[str, Any]) -> bytes:
     return _field(1, entries)
 
 
-def write_tfrecord(uri: str, examples: Iterable[dict[str, Any] | bytes], *, gzip_compress: bool = False) -> int:
-    """Writes examples (dicts, or already-serialized bytes) atomically; returns the count."""
+def tfrecord_bytes(examples: Iterable[dict[str, Any] | bytes]) -> tuple[bytes, int]:
+    """Examples (dicts, or already-serialized bytes) framed as a TFRecord
+    file (length, its masked CRC-32C, payload, its masked CRC-32C); and the count."""
     out = bytearray()
     n = 0
     for ex in examples:
@@ -122,7 +123,13 @@ def write_tfrecord(uri: str, examples: Iterable[dict[str, Any] | bytes], *, gzip
         length = struct.pack("<Q", len(payload))
         out += length + struct.pack("<I", _masked_crc(length)) + payload + struct.pack("<I", _masked_crc(bytes(payload)))
         n += 1
-    data = gzip.compress(bytes(out)) if gzip_compress else bytes(out)
+    return bytes(out), n
+
+
+def write_tfrecord(uri: str, examples: Iterable[dict[str, Any] | bytes], *, gzip_compress: bool = False) -> int:
+    """Writes examples (dicts, or already-serialized bytes) atomically; returns the count."""
+    out, n = tfrecord_bytes(examples)
+    data = gzip.compress(out) if gzip_compress else out
     with writer(uri) as w:
         w.write(data)
     return n
