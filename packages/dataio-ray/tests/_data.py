@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import os
+import time
 from typing import Any
 
 import numpy as np
@@ -79,3 +80,21 @@ def snapshot(batches: Any) -> list[tuple[Any, ...]]:
         context = list(b.context) if b.context is not None else None
         out.append((list(b.keys), list(b.indices), slots, errors, context))
     return out
+
+
+def hang_once_on_worker(record: dict[str, Any]) -> dict[str, Any]:
+    """A record map that, the first time a worker executes a record marked
+    ``hang`` (a path), writes the worker's pid there and waits to be killed;
+    a later run of the record (the retry, or the trainer) passes through. The
+    test kills that worker while its batch is in flight, at a moment it
+    chooses."""
+    flag = record.get("hang")
+    if flag and os.getpid() != int(os.environ.get("DATAIO_RAY_TEST_TRAINER_PID", "0")):
+        try:
+            fd = os.open(flag, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            return record
+        os.write(fd, str(os.getpid()).encode())
+        os.close(fd)
+        time.sleep(60)  # killed long before; the test fails if it was not
+    return record
