@@ -248,6 +248,18 @@ impl std::fmt::Display for Refused {
 
 impl std::error::Error for Refused {}
 
+/// The redirect limit, reached.
+#[derive(Debug)]
+struct RedirectLimit;
+
+impl std::fmt::Display for RedirectLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("more than 10 redirects (a redirect loop?)")
+    }
+}
+
+impl std::error::Error for RedirectLimit {}
+
 /// The refusal in `e`'s source chain, if the guard refused.
 fn refusal(e: &(dyn std::error::Error + 'static)) -> Option<String> {
     let mut cur = Some(e);
@@ -357,7 +369,8 @@ impl Inner {
         let rules = self.rules.clone();
         let policy = reqwest::redirect::Policy::custom(move |attempt| {
             if attempt.previous().len() >= 10 {
-                return attempt.error(Refused("more than 10 redirects".into()));
+                // Not a refusal of an address: the server's own loop, a storage error.
+                return attempt.error(RedirectLimit);
             }
             let url = attempt.url().clone();
             if !matches!(url.scheme(), "http" | "https") {
@@ -481,10 +494,13 @@ impl Inner {
                         return Err(err(status::PERMISSION_DENIED, uri, why));
                     }
                     let code = if e.is_timeout() { status::TIMEOUT } else { status::TRANSIENT };
-                    if e.is_builder() || e.is_redirect() {
-                        return Err(err(status::INVALID_ARGUMENT, uri, chain(&e)));
+                    if e.is_redirect() {
+                        return Err(err(status::BACKEND, uri, chain(&e.without_url())));
                     }
-                    Attempt::Retry(err(code, uri, chain(&e)), None)
+                    if e.is_builder() {
+                        return Err(err(status::INVALID_ARGUMENT, uri, chain(&e.without_url())));
+                    }
+                    Attempt::Retry(err(code, uri, chain(&e.without_url())), None)
                 }
             };
             drop(permit);
@@ -575,8 +591,12 @@ async fn body(uri: &str, resp: reqwest::Response, stats: &HttpStats) -> Attempt<
             }
             Attempt::Done(b.to_vec())
         }
+        Err(e) if e.is_timeout() => {
+            let why = format!("the body stalled past the timeout ({})", chain(&e.without_url()));
+            Attempt::Retry(err(status::TIMEOUT, uri, why), None)
+        }
         Err(e) => {
-            let why = format!("the body could not be read whole ({}): connection cut?", chain(&e));
+            let why = format!("the body could not be read whole ({}): connection cut?", chain(&e.without_url()));
             Attempt::Retry(err(status::TRANSIENT, uri, why), None)
         }
     }

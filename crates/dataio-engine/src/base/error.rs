@@ -161,7 +161,8 @@ pub enum Error {
     #[error("{uri}: {detail}")]
     Backend { uri: String, detail: String, transient: bool },
 
-    #[error("{what} timed out after {seconds:.1}s")]
+    /// `seconds` is NaN where the limit is not known here (a plugin's).
+    #[error("{what}{}", timed_out_after(*seconds))]
     Timeout { what: String, seconds: f64 },
 
     #[error("cancelled")]
@@ -186,6 +187,14 @@ pub enum Error {
     /// the cause of the dataio exception it raises.
     #[error("{}{message}", uri.as_ref().map(|u| format!("{u}: ")).unwrap_or_default())]
     Foreign { kind: ErrorKind, message: String, uri: Option<String>, payload: ForeignPayload },
+}
+
+fn timed_out_after(seconds: f64) -> String {
+    if seconds.is_finite() {
+        format!(" timed out after {seconds:.1}s")
+    } else {
+        String::new()
+    }
 }
 
 fn suffix(detail: &str) -> String {

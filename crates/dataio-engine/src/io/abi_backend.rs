@@ -111,6 +111,12 @@ async fn finish<S>(rx: oneshot::Receiver<(i32, String, S)>) -> (i32, String, Opt
 }
 
 fn to_error(code: i32, msg: String, uri: &str) -> Error {
+    // The error names the URI; a plugin's message that starts with it too
+    // would name it twice.
+    let msg = match msg.strip_prefix(uri).and_then(|m| m.strip_prefix(": ")) {
+        Some(rest) => rest.to_string(),
+        None => msg,
+    };
     let uri = uri.to_string();
     match code {
         status::NOT_FOUND => Error::NotFound { uri, detail: msg },
