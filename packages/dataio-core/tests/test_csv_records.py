@@ -123,3 +123,13 @@ def test_bad_arguments_and_headers(tmp_path: Path) -> None:
     dup.write_text("a,b,a\n1,2,3\n")
     with pytest.raises(CorruptDataError, match="names column \"a\" twice"):
         dataio.csv_records(str(dup), index_dir=tmp_path / "idx")
+
+
+def test_crlf_rows_keep_their_line_numbers(tmp_path: Path) -> None:
+    # Python's csv.writer ends rows with CRLF: keys and errors name the same lines as with LF.
+    for name, end in (("lf.csv", "\n"), ("crlf.csv", "\r\n")):
+        (tmp_path / name).write_bytes(end.join(["word,label", "x,1", "y,2", "z,w"]).encode() + end.encode())
+        ds = dataio.csv_records(str(tmp_path / name), columns={"label": int}, index_dir=tmp_path / "idx")
+        assert [ds[i]["key"].rsplit("#", 1)[1] for i in range(2)] == ["L2", "L3"], name
+        with pytest.raises(CorruptDataError, match="line 4"):
+            ds[2]

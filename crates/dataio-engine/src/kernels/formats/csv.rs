@@ -127,8 +127,13 @@ pub fn split_rows(uri: &str, payload: &[u8], delimiter: u8) -> Result<(Vec<Strin
         if !more {
             break;
         }
-        let start = rec.position().map_or(0, |p| p.byte());
+        let mut start = rec.position().map_or(0, |p| p.byte());
         let end = rdr.position().byte().min(payload.len() as u64);
+        // After a CRLF the parser places the next record at the LF: a row
+        // starts after its line's terminator (its key and line number say so).
+        while start < end && matches!(payload[start as usize], b'\r' | b'\n') {
+            start += 1;
+        }
         if rows.len() >= MAX_ROWS {
             return Err(Error::corrupt(uri, "csv", format!("over {MAX_ROWS} rows")));
         }
@@ -218,7 +223,14 @@ mod tests {
         assert_eq!(parsed[1][1].1, Value::Int(1));
         assert_eq!(parsed[1][2].1, Value::Str("say \"hi\"".into()));
         assert_eq!(parsed[2][2].1, Value::Str("last".into()));
-        assert_eq!(line_number(p, rows[2].0), 6);
+        let lines: Vec<u64> = rows.iter().map(|&(o, _)| line_number(p, o)).collect();
+        assert_eq!(lines, [2, 5, 6]);
+        // The same rows with LF and with CRLF line ends are on the same lines.
+        let (_, lf) = split_rows("u.csv", b"w,l\nx,1\ny,2\n", b',').unwrap();
+        let (_, crlf) = split_rows("u.csv", b"w,l\r\nx,1\r\ny,2\r\n", b',').unwrap();
+        let at = |p: &[u8], r: &[(u64, u64)]| r.iter().map(|&(o, _)| line_number(p, o)).collect::<Vec<_>>();
+        assert_eq!(at(b"w,l\nx,1\ny,2\n", &lf), [2, 3]);
+        assert_eq!(at(b"w,l\r\nx,1\r\ny,2\r\n", &crlf), [2, 3]);
     }
 
     #[test]
