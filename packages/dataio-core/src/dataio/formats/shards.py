@@ -38,7 +38,7 @@ from typing import Any
 
 from .. import _native
 from .. import uri as _uri
-from ..errors import CorruptDataError, DataioError, InvalidArgumentError
+from ..errors import CorruptDataError, DataioError, InvalidArgumentError, InvalidURIError
 from ..io import glob, ls, read, write
 
 __all__ = [
@@ -275,7 +275,10 @@ def parse_shard_index(uri: str, data: bytes) -> ShardIndexFile:
     folder = _folder(uri)
     base = doc.get("base")
     if isinstance(base, str) and base:
-        folder = _under(folder, base)
+        try:
+            folder = _under(folder, base)
+        except InvalidURIError as e:
+            raise CorruptDataError(f"{uri}: the shard index's \"base\" is not a URI ({e})") from None
     urls: list[str] = []
     counts: list[int] = []
     sizes: list[int | None] = []
@@ -285,7 +288,10 @@ def parse_shard_index(uri: str, data: bytes) -> ShardIndexFile:
         size = entry.get("filesize") if isinstance(entry, dict) else None
         if not isinstance(url, str) or not url or not isinstance(count, int) or isinstance(count, bool) or count < 0:
             raise CorruptDataError(f"{uri}: shard {n} of the shard index needs a \"url\" and an \"nsamples\" >= 0, got {entry!r}")
-        urls.append(_under(folder, url))
+        try:
+            urls.append(_under(folder, url))
+        except InvalidURIError as e:
+            raise CorruptDataError(f"{uri}: shard {n} of the shard index has a \"url\" that is not a URI ({e})") from None
         counts.append(count)
         sizes.append(size if isinstance(size, int) and not isinstance(size, bool) and size >= 0 else None)
     if not urls:
