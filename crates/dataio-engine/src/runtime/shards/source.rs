@@ -77,6 +77,10 @@ struct Shard {
 struct Open {
     payload: Bytes,
     index: Arc<ShardIndex>,
+    /// A shard read by member ranges (`ShardSet::open_ranged`): per sample,
+    /// whether its wanted members were fetched (the rest of the payload is
+    /// zeros). `None`: the whole payload is there.
+    fetched: Option<Arc<Vec<bool>>>,
 }
 
 #[derive(Default)]
@@ -108,6 +112,21 @@ struct Counters {
 /// Delivered bytes a process adds to its host's counter at a time (and
 /// whenever its figures are read).
 const REPORT_DELIVERED_EVERY: u64 = 4 << 20;
+
+/// How members are fetched by range: neighbours (a sample's members, the
+/// tar headers between them) share a request, but the store's usual 1 MiB
+/// gap would read the members a plan skips too.
+fn member_ranges(b: &dyn Backend) -> crate::io::ranges::RangePolicy {
+    crate::io::ranges::RangePolicy { gap: 8 << 10, ..crate::io::ranges::RangePolicy::for_backend(b) }
+}
+
+/// A shard to read by member ranges: its member table, the spans to
+/// fetch (sorted, disjoint) and which samples they serve.
+struct RangedPlan {
+    index: ShardIndex,
+    spans: Vec<(u64, u64)>,
+    fetched: Vec<bool>,
+}
 
 /// The shards of one dataset, indexed.
 pub struct ShardSet {
@@ -404,31 +423,7 @@ impl ShardSet {
     /// Opens shard `i`: its payload and its index, checked against each other.
     fn open_shard(&self, i: usize) -> Result<Open> {
         let shard = &self.shards[i];
-        // A remote shard's identity is asked of the store once per epoch:
-        // reopened within it (its stripe comes round again), the cache
-        // entry, named by that identity, is what was checked.
-        let gen = self.generation.load(Ordering::Relaxed);
-        let b = match self.checked.get(i) {
-            Some(c) if !shard.mapped && c.load(Ordering::Relaxed) == gen => backend_for(&shard.uri)?.0,
-            _ => {
-                let (b, meta) = self.meta(&shard.uri)?;
-                let now = identity(meta.size, meta.etag.as_deref(), meta.mtime);
-                if now != shard.identity {
-                    return Err(Error::corrupt(
-                        &shard.uri,
-                        "shard",
-                        format!(
-                            "it changed since it was indexed ({} then, {now} now); open the source again",
-                            shard.identity
-                        ),
-                    ));
-                }
-                if let Some(c) = self.checked.get(i) {
-                    c.store(gen, Ordering::Relaxed);
-                }
-                b
-            }
-        };
+        let b = self.checked_backend(i)?;
         let index = self.store.try_load(&shard.uri, self.opts.format, &shard.identity)?;
         let payload = self.payload(shard, &b)?;
         let index = match index {
@@ -461,7 +456,118 @@ impl ShardSet {
             ));
         }
         self.counters.shards_opened.fetch_add(1, Ordering::Relaxed);
-        Ok(Open { payload, index: Arc::new(index) })
+        Ok(Open { payload, index: Arc::new(index), fetched: None })
+    }
+
+    /// How to open shard `i` by the ranges of the members `fields` names of
+    /// the samples `reads` (local indices) holds, when the plan skips some
+    /// members and the ranges fetch less than half the shard: a remote,
+    /// uncompressed tar shard whose member table is kept (an earlier epoch
+    /// or `python -m dataio index` built it) and that no cache entry holds.
+    /// `None`: open it whole. Asks the store nothing.
+    fn ranged_plan(&self, i: usize, fields: &[String], reads: &[u32]) -> Result<Option<RangedPlan>> {
+        let shard = &self.shards[i];
+        let plain = !shard.gz && !(zst_by_name(&shard.uri) && self.opts.gunzip.is_none());
+        let cached = self.opts.cache.as_ref().is_some_and(|c| c.contains(&shard.uri, &shard.identity));
+        if shard.mapped || !plain || cached || self.opts.format != Format::Tar || reads.is_empty() {
+            return Ok(None);
+        }
+        let Some(index) = self.store.try_load(&shard.uri, self.opts.format, &shard.identity)? else {
+            return Ok(None);
+        };
+        let Samples::Tar(samples) = &index.samples else { return Ok(None) };
+        if index.len() as u64 != shard.count || index.payload_len != shard.size {
+            return Ok(None); // opened whole, where the disagreement is a typed error
+        }
+        let mut fetched = vec![false; samples.len()];
+        let mut spans: Vec<(u64, u64)> = Vec::new();
+        let mut skipped = false;
+        for &k in reads {
+            let Some(sample) = samples.get(k as usize) else { return Ok(None) };
+            if std::mem::replace(&mut fetched[k as usize], true) {
+                continue;
+            }
+            for (ext, off, n) in &sample.members {
+                if !fields.contains(ext) {
+                    skipped = true;
+                } else if *n > 0 {
+                    spans.push((*off, *n));
+                }
+            }
+        }
+        // Only a plan that skips members reads by range: one reading every
+        // member of some samples (a rank's share) fetches whole shards, one
+        // request each, shared with the host's other ranks through the cache.
+        if !skipped {
+            return Ok(None);
+        }
+        spans.sort_unstable();
+        if spans.windows(2).any(|w| w[0].0 + w[0].1 > w[1].0) {
+            return Ok(None);
+        }
+        let (b, _) = backend_for(&shard.uri)?;
+        let policy = member_ranges(&*b);
+        let bytes: u64 = crate::io::ranges::plan(&spans, &policy).iter().map(|r| r.len).sum();
+        if bytes.saturating_mul(2) > shard.size {
+            return Ok(None);
+        }
+        Ok(Some(RangedPlan { index, spans, fetched }))
+    }
+
+    /// Opens shard `i` by the ranges `plan` names (see [`Self::ranged_plan`]).
+    fn open_ranged(&self, i: usize, plan: RangedPlan) -> Result<Open> {
+        let shard = &self.shards[i];
+        let b = self.checked_backend(i)?;
+        let policy = member_ranges(&*b);
+        // Zeroed memory: the pages no member lands in are never touched.
+        let mut buf = vec![0u8; plan.index.payload_len as usize];
+        let mut rest: &mut [u8] = &mut buf;
+        let mut at = 0u64;
+        let mut ranges: Vec<(u64, &mut [u8])> = Vec::with_capacity(plan.spans.len());
+        for &(off, n) in &plan.spans {
+            let (_, tail) = std::mem::take(&mut rest).split_at_mut((off - at) as usize);
+            let (piece, tail) = tail.split_at_mut(n as usize);
+            ranges.push((off, piece));
+            rest = tail;
+            at = off + n;
+        }
+        let stats =
+            crate::host::pools::block_on(crate::io::ranges::read_ranges_into(&*b, &shard.uri, ranges, &policy))?;
+        self.counters.bytes_read.fetch_add(stats.fetched, Ordering::Relaxed);
+        self.counters.gets.fetch_add(stats.requests as u64, Ordering::Relaxed);
+        self.counters.shards_opened.fetch_add(1, Ordering::Relaxed);
+        Ok(Open { payload: Bytes::from(buf), index: Arc::new(plan.index), fetched: Some(Arc::new(plan.fetched)) })
+    }
+
+    /// The backend of shard `i`, its identity checked against the store
+    /// (a changed shard is a typed error).
+    fn checked_backend(&self, i: usize) -> Result<Arc<dyn Backend>> {
+        let shard = &self.shards[i];
+        // A remote shard's identity is asked of the store once per epoch:
+        // reopened within it (its stripe comes round again), the cache
+        // entry, named by that identity, is what was checked.
+        let gen = self.generation.load(Ordering::Relaxed);
+        Ok(match self.checked.get(i) {
+            Some(c) if !shard.mapped && c.load(Ordering::Relaxed) == gen => backend_for(&shard.uri)?.0,
+            _ => {
+                let (b, meta) = self.meta(&shard.uri)?;
+                let now = identity(meta.size, meta.etag.as_deref(), meta.mtime);
+                if now != shard.identity {
+                    return Err(Error::corrupt(
+                        &shard.uri,
+                        "shard",
+                        format!(
+                            "it changed since it was indexed ({} then, {now} now); open the source again",
+                            shard.identity
+                        ),
+                    ));
+                }
+                if let Some(c) = self.checked.get(i) {
+                    c.store(gen, Ordering::Relaxed);
+                }
+                b
+            }
+        })
     }
 
     pub fn len(&self) -> u64 {
@@ -586,6 +692,8 @@ impl ShardSet {
             base: std::time::SystemTime::now(),
             parked: HashMap::new(),
             parked_bytes: 0,
+            reads: HashMap::new(),
+            ranged: HashMap::new(),
         }
     }
 
@@ -791,6 +899,12 @@ pub struct ShardSource {
     /// use goes first.
     parked: HashMap<usize, Open>,
     parked_bytes: u64,
+    /// Per shard, the samples (local indices) this epoch reads of it (from
+    /// `epoch_reads`): what a ranged open fetches.
+    reads: HashMap<usize, Vec<u32>>,
+    /// Per shard, how it opens this epoch, once decided: by member ranges
+    /// (`Some`, until opened) or whole (`None`).
+    ranged: HashMap<usize, Option<RangedPlan>>,
 }
 
 /// The most payload bytes a source keeps parked (see `ShardSource::parked`).
@@ -813,7 +927,10 @@ impl ShardSource {
                 self.set.counters.unparked.fetch_add(1, Ordering::Relaxed);
                 o
             }
-            None => self.set.open_shard(s)?,
+            None => match self.ranged_plan(s)? {
+                Some(plan) => self.set.open_ranged(s, plan)?,
+                None => self.set.open_shard(s)?,
+            },
         };
         self.ahead.remove(&s);
         self.open.insert(s, o);
@@ -823,6 +940,31 @@ impl ShardSource {
 }
 
 impl ShardSource {
+    /// Shard `s`'s ranged plan for this epoch, taken (decided once: a shard
+    /// opened whole, or whose plan was used, opens whole after).
+    fn ranged_plan(&mut self, s: usize) -> Result<Option<RangedPlan>> {
+        if !self.ranged.contains_key(&s) {
+            let plan = match self.reads.get(&s) {
+                Some(reads) => self.set.ranged_plan(s, &self.fields, reads)?,
+                None => None,
+            };
+            self.ranged.insert(s, plan);
+        }
+        Ok(self.ranged.get_mut(&s).and_then(Option::take))
+    }
+
+    /// Whether shard `s` will open by member ranges (read-ahead skips it).
+    fn opens_ranged(&mut self, s: usize) -> bool {
+        if !self.ranged.contains_key(&s) {
+            let plan = match self.reads.get(&s) {
+                Some(reads) => self.set.ranged_plan(s, &self.fields, reads).ok().flatten(),
+                None => None,
+            };
+            self.ranged.insert(s, plan);
+        }
+        self.ranged.get(&s).is_some_and(Option::is_some)
+    }
+
     /// Closes open shard `s`: parked when it is in no cache and read again
     /// later, and its cache entry ordered for eviction.
     fn close(&mut self, s: usize) {
@@ -833,6 +975,9 @@ impl ShardSource {
     }
 
     fn park(&mut self, s: usize, o: Open) {
+        if o.fetched.is_some() {
+            return; // a ranged open is fetched again by ranges, small by construction
+        }
         let shard = &self.set.shards[s];
         let Some(at) = self.next_use(s) else { return };
         // A cache that holds the working set serves reopens; one below it
@@ -892,6 +1037,13 @@ impl RecordSource for ShardSource {
         for &i in indices {
             let (s, k) = self.set.locate(i)?;
             self.ensure_open(s)?;
+            if self.open[&s].fetched.as_ref().is_some_and(|f| !f.get(k).copied().unwrap_or(false)) {
+                // A sample the epoch's reads did not name (its plan changed): the shard whole.
+                self.open.remove(&s);
+                self.ranged.insert(s, None);
+                let whole = self.set.open_shard(s)?;
+                self.open.insert(s, whole);
+            }
             current.insert(s);
             let open = &self.open[&s];
             out.push(make_record(&self.set.shards[s], open, k, Some(&self.fields), &self.set.opts.csv)?);
@@ -956,6 +1108,8 @@ impl RecordSource for ShardSource {
         self.runs.clear();
         self.parked.clear();
         self.parked_bytes = 0;
+        self.reads.clear();
+        self.ranged.clear();
         self.consumed = 0;
         self.base = std::time::SystemTime::now();
         // Reads of a shard closer than `soon` apart are one run (the shard
@@ -966,7 +1120,8 @@ impl RecordSource for ShardSource {
         let mut first: HashMap<usize, u64> = HashMap::new();
         for (p, i) in indices.enumerate() {
             let p = p as u64;
-            if let Ok((s, _)) = self.set.locate(i) {
+            if let Ok((s, k)) = self.set.locate(i) {
+                self.reads.entry(s).or_default().push(k as u32);
                 *self.remaining.entry(s).or_insert(0) += 1;
                 first.entry(s).or_insert(p);
                 if last.insert(s, p).is_none_or(|prev| p - prev > gap) {
@@ -1028,6 +1183,9 @@ impl RecordSource for ShardSource {
             return;
         }
         for s in shards {
+            if self.opens_ranged(s) {
+                continue; // fetched by its members' ranges when opened, never whole
+            }
             let shard = &self.set.shards[s];
             if shard.mapped || cache.contains(&shard.uri, &shard.identity) {
                 continue;
@@ -1177,6 +1335,73 @@ mod tests {
         assert_eq!(read, set.sizes().iter().sum::<u64>());
         let (delivered, _) = set.traffic();
         assert!(delivered > 0 && delivered <= read, "{delivered} of {read}");
+    }
+
+    /// A tar shard of `n` samples, each with members `a` and `b` of `size` bytes.
+    fn put_wide_shard(uri: &str, n: usize, size: usize) -> u64 {
+        let mut t = tar::Builder::new(Vec::new());
+        for i in 0..n {
+            for ext in ["a", "b"] {
+                let data = vec![(i as u8).wrapping_mul(3).wrapping_add(ext.as_bytes()[0]); size];
+                let mut h = tar::Header::new_gnu();
+                h.set_size(size as u64);
+                h.set_mode(0o644);
+                h.set_cksum();
+                t.append_data(&mut h, format!("w/{i:04}.{ext}"), &data[..]).unwrap();
+            }
+        }
+        let data = t.into_inner().unwrap();
+        let len = data.len() as u64;
+        crate::host::pools::block_on(store().put(uri, Bytes::from(data))).unwrap();
+        len
+    }
+
+    #[test]
+    fn members_a_plan_skips_are_not_fetched_once_the_member_table_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let uris: Vec<String> = (0..2).map(|i| format!("shardsrctest://m/wide-{i}.tar")).collect();
+        for u in &uris {
+            put_wide_shard(u, 10, 20_000);
+        }
+        let opts = ShardSetOptions { cache: None, ..options(dir.path()) };
+        // Counting builds and keeps each shard's member table (a whole read).
+        let set = ShardSet::open(uris.clone(), vec![None, None], opts).unwrap();
+        let fields = |f: &[&str]| f.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let epoch = |fields: Vec<String>, indices: Vec<u64>| {
+            let (_, before, _) = set.counter_values();
+            let mut src = set.source(fields);
+            src.epoch_reads(&mut indices.clone().into_iter(), 4);
+            let got = src.get(&indices).unwrap();
+            let (_, after, _) = set.counter_values();
+            (got, after - before)
+        };
+        let member = |r: &Record, name: &str| match r.fields.iter().find(|(n, _)| n == name) {
+            Some((_, Value::Bytes(b))) => Some(b.clone()),
+            _ => None,
+        };
+        // One member of every sample: its bytes and no more.
+        let (got, read) = epoch(fields(&["key", "a"]), (0..20).collect());
+        assert_eq!(read, 20 * 20_000, "fetched {read} bytes for 20 members of 20000");
+        for (i, r) in got.iter().enumerate() {
+            let want = vec![((i % 10) as u8).wrapping_mul(3).wrapping_add(b'a'); 20_000];
+            assert_eq!(member(r, "a").as_deref(), Some(&want[..]), "sample {i}");
+            assert!(member(r, "b").is_none());
+        }
+        // One member of a third of the samples (a rank's share): theirs alone.
+        let (got, read) = epoch(fields(&["key", "b"]), vec![1, 4, 7, 12, 15, 18]);
+        assert_eq!(read, 6 * 20_000, "fetched {read} bytes for 6 members of 20000");
+        assert_eq!(member(&got[3], "b").unwrap()[0], 2u8.wrapping_mul(3).wrapping_add(b'b'));
+        // Every member, of a third or of all the samples: the shards whole
+        // (one request each, what a host's ranks share through the cache).
+        for reads in [vec![1, 4, 7, 12, 15, 18], (0..20).collect()] {
+            let (_, read) = epoch(fields(&["key", "a", "b"]), reads);
+            assert_eq!(read, set.sizes().iter().sum::<u64>());
+        }
+        // A sample outside the epoch's reads opens its shard whole, never zeros.
+        let mut src = set.source(fields(&["key", "a"]));
+        src.epoch_reads(&mut [0u64, 1].into_iter(), 4);
+        let got = src.get(&[0, 5]).unwrap();
+        assert_eq!(member(&got[1], "a").unwrap()[0], 5u8.wrapping_mul(3).wrapping_add(b'a'));
     }
 
     #[test]
