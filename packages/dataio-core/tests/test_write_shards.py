@@ -228,3 +228,15 @@ def test_kill_9_mid_write_then_rerun_gives_the_uninterrupted_shards(folder: Path
     got = {p.name: p.read_bytes() for p in dest.glob("w-*.tar")}
     assert got == want
     assert (dest / "shardindex.json").read_bytes() == (tmp_path / "ref/shardindex.json").read_bytes()
+
+
+def test_member_headers_are_tarfiles_own_bytes() -> None:
+    import tarfile
+
+    from dataio.shard_writer import _member_header
+
+    names = ["c03/000123.jpg", "a" * 100, "x.cls", "é.txt", "a" * 101, "k/" + "b" * 90 + ".jpg"]
+    for name, size in zip(names, [12345, 5, 0, 3, 7, 99_999_999]):
+        info = tarfile.TarInfo(name)
+        info.size, info.mtime, info.mode = size, 0, 0o644
+        assert _member_header(name, size) == info.tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape"), name
