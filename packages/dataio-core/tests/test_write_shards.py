@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from PIL import Image
 
 import dataio
@@ -240,3 +242,33 @@ def test_member_headers_are_tarfiles_own_bytes() -> None:
         info = tarfile.TarInfo(name)
         info.size, info.mtime, info.mode = size, 0, 0o644
         assert _member_header(name, size) == info.tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape"), name
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(st.binary(max_size=300), st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda c: st.lists(c, max_size=4) | st.dictionaries(st.sampled_from(
+        ["__kind__", "fingerprint", "shards", "name", "samples", "end", "bytes", "end_keys", "failed"]), c, max_size=6),
+    max_leaves=20).map(lambda d: json.dumps(d).encode())))
+def test_a_damaged_manifest_is_a_typed_error_never_a_crash(data: bytes) -> None:
+    from dataio.errors import CorruptDataError
+    from dataio.shard_writer import parse_manifest
+
+    try:
+        doc = parse_manifest("out/x.tar.manifest.json", data)
+    except CorruptDataError as e:
+        assert "x.tar.manifest.json" in str(e) and "resume=False" in str(e)
+    else:
+        assert isinstance(doc["shards"], list)
+
+
+def test_a_damaged_manifest_stops_a_resume_naming_it(folder: Path, tmp_path: Path) -> None:
+    from dataio.errors import CorruptDataError
+
+    dest = str(tmp_path / "m-{0..}.tar")
+    dataio.write_shards(_pipe().bind(_records(folder)), dest, samples_per_shard=10)
+    (tmp_path / "m.tar.manifest.json").write_text('{"__kind__": "dataio-write-manifest-v1", "fingerprint": {}, "shards": [{"name": 3}]}')
+    with pytest.raises(CorruptDataError, match="entry 0 of the write manifest"):
+        dataio.write_shards(_pipe().bind(_records(folder)), dest, samples_per_shard=10)
+    again = dataio.write_shards(_pipe().bind(_records(folder)), dest, samples_per_shard=10, resume=False)
+    assert again.samples == len(SURVIVORS)

@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ._progress import Progress
-from .errors import InvalidArgumentError, NotFoundError, RowError
+from .errors import CorruptDataError, InvalidArgumentError, NotFoundError, RowError
 from .formats.shards import SHARD_INDEX_NAME, shard_index_doc
 from .formats.tfrecord import tfrecord_bytes
 from .io import head, read, write
@@ -344,14 +344,47 @@ def _fingerprint(bound: BoundPipeline, loader: Any, fmt: str, dest: str, samples
     }
 
 
+def _is_entry(e: Any) -> bool:
+    ints = ("samples", "end", "bytes")
+    return (
+        isinstance(e, dict)
+        and isinstance(e.get("name"), str)
+        and all(isinstance(e.get(k), int) and not isinstance(e.get(k), bool) and e[k] >= 0 for k in ints)
+        and isinstance(e.get("end_keys", []), list)
+        and all(isinstance(k, str) for k in e.get("end_keys", []))
+        and isinstance(e.get("end_failed", []), list)
+        and isinstance(e.get("failed", {}), dict)
+        and all(isinstance(k, str) and isinstance(n, int) for k, n in e.get("failed", {}).items())
+    )
+
+
+def parse_manifest(uri: str, data: bytes) -> dict[str, Any]:
+    """Checks the bytes of a write manifest read from ``uri``: a
+    :class:`~dataio.errors.CorruptDataError` naming it for anything but the
+    document :func:`write_shards` writes (a resume must not trust a damaged
+    one: rerun with ``resume=False``)."""
+    fix = "rerun with resume=False to write the shards again"
+    try:
+        doc = json.loads(data)
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise CorruptDataError(f"{uri}: the write manifest is not JSON ({type(e).__name__}); {fix}") from None
+    if not isinstance(doc, dict) or doc.get("__kind__") != _MANIFEST_KIND:
+        raise CorruptDataError(f"{uri}: not a {_MANIFEST_KIND} document; {fix}")
+    shards = doc.get("shards")
+    if not isinstance(doc.get("fingerprint"), dict) or not isinstance(shards, list):
+        raise CorruptDataError(f"{uri}: the write manifest lacks its fingerprint or shard list; {fix}")
+    for n, e in enumerate(shards):
+        if not _is_entry(e):
+            raise CorruptDataError(f"{uri}: entry {n} of the write manifest is damaged ({str(e)[:200]}); {fix}")
+    return doc
+
+
 def _read_manifest(uri: str) -> dict[str, Any] | None:
     try:
-        doc = json.loads(read(uri))
+        data = read(uri)
     except NotFoundError:
         return None
-    except ValueError:
-        return None
-    return doc if isinstance(doc, dict) and doc.get("__kind__") == _MANIFEST_KIND else None
+    return parse_manifest(uri, data)
 
 
 def _verified(d: _Dest, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
