@@ -373,9 +373,9 @@ def parse_manifest(uri: str, data: bytes) -> dict[str, Any]:
     shards = doc.get("shards")
     if not isinstance(doc.get("fingerprint"), dict) or not isinstance(shards, list):
         raise CorruptDataError(f"{uri}: the write manifest lacks its fingerprint or shard list; {fix}")
-    for n, e in enumerate(shards):
-        if not _is_entry(e):
-            raise CorruptDataError(f"{uri}: entry {n} of the write manifest is damaged ({str(e)[:200]}); {fix}")
+    for n, entry in enumerate(shards):
+        if not _is_entry(entry):
+            raise CorruptDataError(f"{uri}: entry {n} of the write manifest is damaged ({str(entry)[:200]}); {fix}")
     return doc
 
 
