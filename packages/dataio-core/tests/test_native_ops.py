@@ -213,6 +213,18 @@ class TestNativeJitterConforms(OpConformance):
         return [reference(2, 3, 7 * i) for i in range(10)]
 
 
+class TestNativeInvertConforms(OpConformance):
+    """An op that declares no parameters: the suite's unknown keyword is refused."""
+
+    op = "native_invert"
+    kind = "transform"
+    params: dict[str, object] = {}
+
+    @pytest.fixture
+    def samples(self) -> list[np.ndarray]:
+        return [reference(2, 3, 7 * i) for i in range(10)]
+
+
 class TestTheNativeOpsPluginConforms(PluginConformance):
     entry_point = "nativeops"
     package = "dataio-nativeops"

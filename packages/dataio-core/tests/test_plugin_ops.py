@@ -23,7 +23,7 @@ from test_plugin_authoring import env_with, install
 import dataio
 from dataio import transforms as T
 from dataio._ops import BUILTIN_OPS
-from dataio._plugins import host
+from dataio._plugins import BUILTIN, host
 from dataio.errors import InvalidArgumentError, PlanError, PluginError, RowError
 from dataio.plugins import list_ops
 
@@ -153,13 +153,22 @@ def test_an_error_inside_a_plugin_op_names_the_op_record_slot_and_uri(plugin_ops
         (lambda s: s.apply("invert", amont=3), r"op invert: unknown parameter 'amont'"),
         (lambda s: s.flaky(strength=2), r"op flaky: unknown parameter 'strength' \(it takes none\)"),
         (lambda s: s.loose(arr=np.zeros(2)), r"op loose: arr must be a number, string, bool or None"),
-        (lambda s: s.invert(3), r"op invert: a plugin op takes keyword parameters only"),
+        (lambda s: s.invert(3, "x", 4), r"op invert: 3 positional parameters, it takes at most 2 \(amount, label\)"),
+        (lambda s: s.invert(3, amount=4), r"op invert: parameter 'amount' given by position and by keyword"),
+        (lambda s: s.invert("3"), r"op invert: amount must be int, got str '3'"),
+        (lambda s: s.flaky(2), r"op flaky: 1 positional parameters, it takes at most 0 \(it declares none\)"),
     ],
 )
 def test_plugin_op_parameters_are_checked_when_the_pipeline_is_written(plugin_ops: None, call: Any, match: str) -> None:
     with pytest.raises(InvalidArgumentError, match=match) as info:
         call(base())
     assert isinstance(info.value, PlanError) and 'slot "image"' in str(info.value)
+
+
+def test_plugin_op_parameters_bind_by_position_in_declared_order(plugin_ops: None) -> None:
+    op = base().invert(3, "tag").ops[-1]
+    assert op.params == {"amount": 3, "label": "tag"}
+    assert base().invert(3, label="x").ops[-1].params == {"amount": 3, "label": "x"}
 
 
 def test_a_plugin_op_built_directly_is_checked_when_the_pipeline_is_built(plugin_ops: None) -> None:
@@ -294,3 +303,23 @@ def test_an_op_registration_with_bad_parameter_types_is_refused() -> None:
         h._op_registrar("invertplug")("invert", invert, kind="transform", params={"amount": "int"})
     with pytest.raises(PluginError, match="is not callable"):
         h._op_registrar("invertplug")("invert", "not a function", kind="transform")
+
+
+def test_a_slot_without_a_decoder_lists_the_installed_plugin_decoders(plugin_ops: None) -> None:
+    decoders = [n for n, spec in host.ops().items() if spec.kind == "decode" and spec.plugin != BUILTIN]
+    assert decoders, "the test plugins register decoders"
+    with pytest.raises(PlanError, match="has no decoder") as info:
+        dataio.slot("x").resize(8, 8)
+    assert all(f"{n}()" in str(info.value) for n in ["decode_image", *decoders]), str(info.value)
+
+
+def test_an_image_op_after_a_decoder_of_points_names_itself_and_what_it_got(plugin_ops: None) -> None:
+    host._op_registrar("invertplug")("decode_points", lambda data: np.zeros((5, 3), np.float32), kind="decode")
+    try:
+        pipe = dataio.pipeline(dataio.slot("pts").decode_points().resize(8, 8), dataio.batch(2))
+        with pytest.raises(RowError) as info:
+            list(pipe.bind([{"pts": b"x", "key": "p0"}]).run("numpy"))
+        assert info.value.op == "resize" and info.value.key == "p0"
+        assert "got float32 [5, 3] from the op before it" in str(info.value), str(info.value)
+    finally:
+        host._ops.pop("decode_points", None)

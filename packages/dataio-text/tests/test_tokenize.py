@@ -92,7 +92,8 @@ def test_truncation_padding_and_dtype(trained: tuple[str, Path]) -> None:
     ref.enable_padding(length=12)
     texts = corpus(200, 3)
     recs = [{"key": f"t{i:04d}", "text": t} for i, t in enumerate(texts)]
-    pipe = dataio.pipeline(dataio.slot("text").tokenize(tokenizer=str(path), max_length=12, padding="max_length",
+    # The tokenizer by position, as a built-in op takes its first parameter.
+    pipe = dataio.pipeline(dataio.slot("text").tokenize(str(path), max_length=12, padding="max_length",
                                                         dtype="int32"), dataio.batch(50))
     with pipe.bind(recs).run("numpy") as loader:
         batches = list(loader)

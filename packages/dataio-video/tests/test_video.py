@@ -93,7 +93,8 @@ MP4S = ["h264_bframes.mp4", "moov_at_end.mp4", "long_gop.mp4", "vfr.mp4", "h264.
 
 
 def test_random_clips_in_a_pipeline_are_keyed_and_batch(videos: dict[str, tuple[Path, int]]) -> None:
-    pipe = dataio.pipeline(dataio.slot("video").decode_video(num_frames=5, stride=2, clip="random"), dataio.batch(3))
+    # num_frames and stride by position, in the order the op declares them.
+    pipe = dataio.pipeline(dataio.slot("video").decode_video(5, 2, clip="random"), dataio.batch(3))
     recs = records(videos, MP4S)
     a = run(pipe, recs, seed=11)
     assert a.keys() == {r["key"] for r in recs}

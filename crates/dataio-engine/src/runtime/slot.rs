@@ -581,7 +581,18 @@ fn finish_tensor(
             Step::External { name, params } => {
                 plugin_transform(external, name, t, params, key, record).map_err(|e| plugin_op_failed(name, e))?
             }
-            other => return Err(Error::invalid(format!("{} needs a uint8 HWC image input", other.name()))),
+            // The op that refused names itself and what it got (a plugin
+            // decoder's float32 [N, 3] is not pixels).
+            other => {
+                return Err(Error::decode(
+                    other.name(),
+                    format!(
+                        "needs a uint8 HWC image (or a [T, H, W, C] clip), got {} {:?} from the op before it",
+                        t.dtype.name(),
+                        t.shape
+                    ),
+                ))
+            }
         };
     }
     place(t, dest)

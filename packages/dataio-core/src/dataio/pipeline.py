@@ -33,7 +33,7 @@ from .errors import PlanError
 from .jax import JaxLoader
 from .loader import Loader, epoch_job
 from .packing import DEFAULT_WINDOW, PackSpec, check_slot, make_spec
-from .transforms import Op, plugin_package_hint
+from .transforms import Op, plugin_package_hint, positional_params
 
 if TYPE_CHECKING:
     from .contract import Executor
@@ -170,7 +170,7 @@ class Slot(_Frozen, SlotOps):
         if isinstance(o, Op) and o.kind == "decode" and self.ops:
             raise PlanError(f"slot {self.name!r}: {o.name} must be the first op (a slot has exactly one decoder)")
         if not self.ops and isinstance(o, Op) and o.kind != "decode":
-            raise PlanError(f"slot {self.name!r} has no decoder: start it with decode_image(), decode_bytes(), decode_npy() or decode_safetensors() before {o.name}")
+            raise PlanError(f"slot {self.name!r} has no decoder: start it with {_decoders_list()} before {o.name}")
         return Slot(self.name, field=self.field, optional=self.optional, stack=self.stack, active=self.active, ops=(*self.ops, o))
 
     def _add(self, name: str, *args: Any, **kwargs: Any) -> Slot:
@@ -196,7 +196,8 @@ class Slot(_Frozen, SlotOps):
 
     def __getattr__(self, name: str) -> Callable[..., Slot]:
         """A plugin's op as a method: ``slot("x").decode_bytes().invert(amount=3)``
-        is ``.apply("invert", amount=3)`` (keyword parameters only). Names of
+        is ``.apply("invert", amount=3)``; positional parameters bind in the
+        order the op declared them (``tokenize("tokenizer.json")``). Names of
         the slot's own methods and attributes stay theirs: use ``apply`` for
         an op named like one."""
         if name.startswith("_"):
@@ -211,8 +212,10 @@ class Slot(_Frozen, SlotOps):
             )
 
         def plugin_op(*args: Any, **params: Any) -> Slot:
-            if args:
-                raise PlanError(f"slot \"{self.name}\", op {name}: a plugin op takes keyword parameters only, got {len(args)} positional")
+            try:
+                params = positional_params(spec, args, params)
+            except PlanError as e:
+                raise PlanError(f"slot \"{self.name}\", {e}") from None
             return self.apply(name, **params)
 
         plugin_op.__name__ = plugin_op.__qualname__ = name
@@ -495,7 +498,7 @@ class Pipeline(_Frozen):
                 if shape is not None:
                     raise PlanError(f"{where} (slot {stage.name!r}): slots come before the shape stage {shape!r}")
                 if not stage.ops:
-                    raise PlanError(f"{where} (slot {stage.name!r}) has no decoder: add .decode_image(), .decode_bytes(), .decode_npy() or .decode_safetensors()")
+                    raise PlanError(f"{where} (slot {stage.name!r}) has no decoder: start it with {_decoders_list()}")
                 added, transforms = _with_companions(stage)
                 for s in added:
                     if any(other.name == s.name for other in slots):
@@ -679,6 +682,15 @@ def _with_companions(slot: Slot) -> tuple[list[Slot], list[Any]]:
 def pipeline(*stages: Any) -> Pipeline:
     """Build a plan from stages: record maps, slots, one shape stage, then batch transforms and batch maps."""
     return Pipeline(*stages)
+
+
+def _decoders_list() -> str:
+    """The decoders a slot may start with: the built-in ones, then those the
+    installed plugins register (``decode_video() (dataio-video)``)."""
+    builtin = ["decode_image()", "decode_bytes()", "decode_npy()", "decode_safetensors()"]
+    plugins = sorted(f"{n}() ({s.plugin})" for n, s in host.ops().items() if s.kind == "decode" and s.plugin != BUILTIN)
+    names = builtin + plugins
+    return ", ".join(names[:-1]) + " or " + names[-1]
 
 
 class BoundPipeline:

@@ -256,6 +256,26 @@ def _jsonable_value(value: Any) -> bool:
     return False
 
 
+def positional_params(spec: OpSpec, args: tuple[Any, ...], params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` with ``args`` bound to plugin op ``spec``'s parameters in
+    declared order (its ``params``, else its function's), as a built-in op
+    takes its first parameters by position: ``tokenize("tokenizer.json")``,
+    ``decode_video(16, 2)``."""
+    if not args:
+        return params
+    sig = _signature(spec.fn)
+    order = list(spec.params) if spec.params else list(sig[0]) if sig is not None else []
+    if len(args) > len(order):
+        takes = f"({', '.join(order)})" if order else "(it declares none)"
+        raise PlanError(f"op {spec.name}: {len(args)} positional parameters, it takes at most {len(order)} {takes}")
+    out = dict(params)
+    for key, value in zip(order, args):
+        if key in out:
+            raise PlanError(f"op {spec.name}: parameter {key!r} given by position and by keyword")
+        out[key] = value
+    return out
+
+
 def check_plugin_params(spec: OpSpec, params: Mapping[str, Any]) -> dict[str, Any]:
     """Checks the parameters of plugin op ``spec`` where the pipeline is
     written: names against what it declared (its ``params``, else its
@@ -274,6 +294,8 @@ def check_plugin_params(spec: OpSpec, params: Mapping[str, Any]) -> dict[str, An
         allowed = set(declared)
     elif sig is not None and not sig[1]:
         allowed = set(sig[0])
+    elif spec.native:
+        allowed = set()  # a native op that declares no parameters takes none
     for key, value in params.items():
         if allowed is not None and key not in allowed:
             raise PlanError(f"op {name}: unknown parameter {key!r} (it takes {', '.join(sorted(allowed)) or 'none'})")
