@@ -51,7 +51,7 @@ from ._progress import Progress
 from .errors import CorruptDataError, InvalidArgumentError, NotFoundError, RowError
 from .formats.shards import SHARD_INDEX_NAME, shard_index_doc
 from .formats.tfrecord import tfrecord_bytes
-from .io import head, read, write
+from .io import head, read, write, writer
 
 if TYPE_CHECKING:
     from .pipeline import BoundPipeline
@@ -596,8 +596,18 @@ def write_shards(
     return _finish(d, fmt, entries, kept, index, report, start, manifest_uri, fp, done=True)
 
 
+#: Shards from this size go up as a streaming multipart upload (parts in
+#: parallel on object stores, committed at once: still one atomic object).
+_MULTIPART_FROM = 64 << 20
+
+
 def _put(uri: str, data: bytes) -> int:
-    write(uri, data)
+    if len(data) < _MULTIPART_FROM:
+        write(uri, data)
+    else:
+        view = memoryview(data)
+        with writer(uri) as w:
+            w.write_chunks(view[i : i + (8 << 20)] for i in range(0, len(data), 8 << 20))
     return len(data)
 
 
