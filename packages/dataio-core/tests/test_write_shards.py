@@ -272,3 +272,23 @@ def test_a_damaged_manifest_stops_a_resume_naming_it(folder: Path, tmp_path: Pat
         dataio.write_shards(_pipe().bind(_records(folder)), dest, samples_per_shard=10)
     again = dataio.write_shards(_pipe().bind(_records(folder)), dest, samples_per_shard=10, resume=False)
     assert again.samples == len(SURVIVORS)
+
+
+def test_convert_an_image_folder_with_class_folders(tmp_path: Path) -> None:
+    from webdataset import WebDataset
+
+    src = tmp_path / "photos"
+    for c, cls in enumerate(["cat", "dog", "eel"]):
+        (src / cls).mkdir(parents=True)
+        for i in range(4):
+            (src / cls / f"{cls}.{i}.jpg").write_bytes(_jpeg(10 * c + i))
+    (src / "dog" / "notes.txt").write_text("not an image: not listed")
+    dest = tmp_path / "out" / "f-{00..}.tar"
+    done = subprocess.run([sys.executable, "-m", "dataio", "convert", str(src), str(dest), "--resize-short", "24",
+                           "--samples-per-shard", "5", "--quiet"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "wrote 12 samples in 3 shards" in done.stdout, done.stdout
+    samples = list(WebDataset(sorted(str(p) for p in (tmp_path / "out").glob("f-*.tar")), shardshuffle=False))
+    assert [s["__key__"] for s in samples] == [f"{c}/{c}_{i}" for c in ("cat", "dog", "eel") for i in range(4)]
+    assert [int(s["cls"]) for s in samples] == [0] * 4 + [1] * 4 + [2] * 4
+    assert all(min(Image.open(io.BytesIO(s["jpg"])).size) == 24 for s in samples)
