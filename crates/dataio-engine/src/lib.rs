@@ -10,14 +10,18 @@
 //!   parts, ranged reads, gzip and tar;
 //! * [`plan`]: the pipeline IR — the op table and the compiled per-slot
 //!   programs;
+//! * [`order`]: which rank reads which records, in which order: ranks,
+//!   layouts, the two-level shard order, the host partition, one rank's
+//!   schedule and the mix of sources (keyed, deterministic; `base` only);
 //! * [`kernels`]: image decode and geometry, the record formats;
-//! * [`runtime`]: schedule, planner, loader, delivery, mixing and shard
-//!   sources — records in, batches out.
+//! * [`runtime`]: planner, loader, delivery and shard sources — records in,
+//!   batches out.
 
 pub mod base;
 pub mod host;
 pub mod io;
 pub mod kernels;
+pub mod order;
 pub mod plan;
 pub mod runtime;
 

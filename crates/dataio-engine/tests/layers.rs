@@ -13,8 +13,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("host", &["host"]),
     ("io", &["base", "host", "io"]),
     ("plan", &["base", "plan"]),
+    ("order", &["base", "order"]),
     ("kernels", &["base", "plan", "kernels"]),
-    ("runtime", &["base", "host", "io", "plan", "kernels", "runtime"]),
+    ("runtime", &["base", "host", "io", "plan", "kernels", "order", "runtime"]),
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {

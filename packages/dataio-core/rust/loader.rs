@@ -5,10 +5,11 @@ use crate::dlpack::PyTensor;
 use crate::errors::{to_pyerr, IntoPy};
 use crate::shards::PyShardSet;
 use crate::source::{PyOps, PyPlannedSource, PySource};
+use dataio_engine::order::{Hosts, Rank};
 use dataio_engine::plan::{self, Plan, Shape};
 use dataio_engine::runtime::planner::{self, Planner};
 use dataio_engine::runtime::RecordSource;
-use dataio_engine::runtime::{Batch, Hosts, Loader, Next, Options, PlanOptions, Shard, SlotValue};
+use dataio_engine::runtime::{Batch, Loader, Next, Options, PlanOptions, SlotValue};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
@@ -177,7 +178,7 @@ struct ConcatSource {
     parts: Vec<Box<dyn RecordSource>>,
     bases: Vec<u64>,
     total: u64,
-    spec: dataio_engine::runtime::MixSpec,
+    spec: dataio_engine::order::MixSpec,
     /// Whether the plan reads `__source__` (the source's number).
     source_field: bool,
     /// Next record of a sequential read (group_by).
@@ -185,7 +186,7 @@ struct ConcatSource {
 }
 
 impl ConcatSource {
-    fn new(parts: Vec<Box<dyn RecordSource>>, spec: dataio_engine::runtime::MixSpec, fields: Vec<String>) -> Self {
+    fn new(parts: Vec<Box<dyn RecordSource>>, spec: dataio_engine::order::MixSpec, fields: Vec<String>) -> Self {
         let mut bases = Vec::with_capacity(spec.parts.len());
         let mut total = 0;
         for p in &spec.parts {
@@ -258,7 +259,7 @@ impl RecordSource for ConcatSource {
         Ok(())
     }
 
-    fn mix(&self) -> Option<dataio_engine::runtime::MixSpec> {
+    fn mix(&self) -> Option<dataio_engine::order::MixSpec> {
         Some(self.spec.clone())
     }
 
@@ -381,7 +382,7 @@ impl NativeLoader {
             plan: PlanOptions {
                 seed,
                 epoch,
-                shard: Shard { id: shard_id, of: shard_of, pad },
+                shard: Rank { id: shard_id, of: shard_of, pad },
                 start,
                 global_offset,
                 hosts: Hosts { count: hosts, canonical: canonical_hosts },
@@ -524,7 +525,7 @@ impl BatchPlanner {
         let opts = PlanOptions {
             seed,
             epoch,
-            shard: Shard { id: shard_id, of: shard_of, pad },
+            shard: Rank { id: shard_id, of: shard_of, pad },
             start,
             global_offset,
             hosts: Hosts { count: hosts, canonical: canonical_hosts },

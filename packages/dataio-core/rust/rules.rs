@@ -9,7 +9,7 @@ use crate::errors::IntoPy;
 use dataio_engine::base::error::Error;
 use dataio_engine::io::uri::{self, Target};
 use dataio_engine::kernels::formats::safetensors_header as header;
-use dataio_engine::runtime::order::{HostOrder, Hosts, Layout, Shard};
+use dataio_engine::order::{HostOrder, Hosts, Layout, Rank};
 use pyo3::prelude::*;
 
 // -- URIs ---------------------------------------------------------------------
@@ -35,10 +35,10 @@ pub fn uri_local_path(py: Python<'_>, uri: &str) -> PyResult<Option<String>> {
 // -- shards -------------------------------------------------------------------
 
 /// Raises unless rank `id` of a world of `of` is one the engine runs
-/// (`Shard::check`). Python ints outside u64 are out of every range.
+/// (`Rank::check`). Python ints outside u64 are out of every range.
 #[pyfunction]
 pub fn shard_check(py: Python<'_>, id: i128, of: i128) -> PyResult<()> {
-    let shard = Shard { id: u64::try_from(id).unwrap_or(u64::MAX), of: u64::try_from(of).unwrap_or(0), pad: false };
+    let shard = Rank { id: u64::try_from(id).unwrap_or(u64::MAX), of: u64::try_from(of).unwrap_or(0), pad: false };
     shard
         .check()
         .map_err(|e| match e {
@@ -51,14 +51,14 @@ pub fn shard_check(py: Python<'_>, id: i128, of: i128) -> PyResult<()> {
         .map_py(py)
 }
 
-/// Records rank `id` of a world of `of` gets out of `n` (`Shard::count`).
+/// Records rank `id` of a world of `of` gets out of `n` (`Rank::count`).
 #[pyfunction]
 pub fn shard_count(id: u64, of: u64, pad: bool, n: u64) -> u64 {
-    Shard { id, of, pad }.count(n)
+    Rank { id, of, pad }.count(n)
 }
 
 /// The host-partitioned order of a sharded source for one rank (see
-/// `dataio_engine::runtime::order`): `(records this rank reads, per
+/// `dataio_engine::order`): `(records this rank reads, per
 /// canonical partition what is consumed once every rank has read
 /// `position` records)`. What `Loader.__len__` and `state_dict()` report.
 #[pyfunction]
@@ -84,7 +84,7 @@ pub fn host_order(
         &layout,
         seed,
         epoch,
-        Shard { id, of, pad },
+        Rank { id, of, pad },
         Hosts { count: hosts, canonical: canonical_hosts },
         &offsets,
     )

@@ -199,7 +199,7 @@ pub fn mix_plan(
     position: u64,
 ) -> PyResult<(u64, Vec<(u64, u64)>)> {
     let spec = crate::source::make_mix_spec(lens, layouts, weights, stop_kind, stop_n)?;
-    let order = dataio_engine::runtime::MixOrder::new(spec, seed, epoch).map_py(py)?;
+    let order = dataio_engine::order::MixOrder::new(spec, seed, epoch).map_py(py)?;
     let len = order.len();
     Ok((len, order.progress(position.min(len))))
 }

@@ -5,10 +5,9 @@
 use crate::errors::from_pyerr;
 use bytes::Bytes;
 use dataio_engine::base::tensor::{DType, Tensor};
+use dataio_engine::order::{Layout, MixSpec, Part, Stop};
 use dataio_engine::runtime::slot::ExternalOps;
-use dataio_engine::runtime::{
-    Layout, MixSpec, Part, PlannedBatch, PlannedRow, PlannedSource, Record, RecordSource, Stop, Value,
-};
+use dataio_engine::runtime::{PlannedBatch, PlannedRow, PlannedSource, Record, RecordSource, Value};
 use dataio_engine::{Error, Result};
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyDict, PyMemoryView, PyString};

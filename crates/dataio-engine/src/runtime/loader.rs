@@ -221,7 +221,7 @@ struct PartReads {
 }
 
 impl PartReads {
-    fn new(spec: &super::mix::MixSpec) -> PartReads {
+    fn new(spec: &crate::order::MixSpec) -> PartReads {
         let mut bases = Vec::new();
         let mut total = 0;
         for p in &spec.parts {

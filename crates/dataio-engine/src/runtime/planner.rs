@@ -17,9 +17,9 @@
 //! * [`Explicit`]: batches planned elsewhere (a trainer), executed here.
 
 use super::record::{Record, Value};
-use super::schedule::{Hosts, Schedule, Shard};
 use super::source::RecordSource;
 use crate::base::error::{Error, Result};
+use crate::order::{Hosts, Rank, Schedule};
 use crate::plan::{Plan, Shape};
 use std::collections::{HashMap, HashSet, VecDeque};
 
@@ -68,12 +68,12 @@ pub trait PlannedSource: Send {
 pub struct PlanOptions {
     pub seed: Option<u64>,
     pub epoch: u64,
-    pub shard: Shard,
+    pub shard: Rank,
     /// This rank's schedule position to start from (resume).
     pub start: u64,
     /// Global positions consumed before an elastic resume (see `Schedule::resumed`).
     pub global_offset: u64,
-    /// Physical and canonical hosts (see [`crate::runtime::order`]); one of
+    /// Physical and canonical hosts (see [`crate::order`]); one of
     /// each reads a sharded source as one global order.
     pub hosts: Hosts,
     /// Per canonical partition, what was consumed before this run (a
@@ -430,11 +430,11 @@ struct StreamReader {
     pos: u64,
     to_skip: u64,
     chunk: usize,
-    shard: Shard,
+    shard: Rank,
 }
 
 impl StreamReader {
-    fn new(source: Box<dyn RecordSource>, chunk: usize, shard: Shard) -> Self {
+    fn new(source: Box<dyn RecordSource>, chunk: usize, shard: Rank) -> Self {
         StreamReader { source, buffered: VecDeque::new(), exhausted: false, pos: 0, to_skip: 0, chunk, shard }
     }
 

@@ -1,10 +1,10 @@
 //! Where records come from. The binding layer implements [`RecordSource`]
 //! over Python sequences and iterables (one GIL acquisition per chunk).
 
-use super::mix::MixSpec;
-use super::order::Layout;
 use super::record::Record;
 use crate::base::error::Result;
+use crate::order::Layout;
+use crate::order::MixSpec;
 
 #[allow(clippy::len_without_is_empty)] // `len` is None for unsized sources
 pub trait RecordSource: Send {
@@ -17,7 +17,7 @@ pub trait RecordSource: Send {
     /// Restart from the beginning (a new epoch of an iterable source).
     fn rewind(&mut self) -> Result<()>;
     /// A sized source stored in shards declares them: its epoch order is
-    /// then shuffled two-level (see [`super::order::ShardOrder`]).
+    /// then shuffled two-level (see [`crate::order::ShardOrder`]).
     fn layout(&self) -> Option<Layout> {
         None
     }

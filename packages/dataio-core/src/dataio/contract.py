@@ -73,7 +73,7 @@ class Shard(TypedDict):
     and for a sharded source read by several hosts ``"hosts"`` (physical
     hosts, the ranks split evenly over them host-major) and
     ``"canonical_hosts"`` (the partitions of the order; see
-    ``dataio_engine::runtime::order``)."""
+    ``dataio_engine::order``)."""
 
     id: int
     of: int

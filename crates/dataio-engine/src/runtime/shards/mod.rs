@@ -9,7 +9,7 @@
 //!   shared by the processes of a host, written atomically, evicted least
 //!   recently used, never while a reader holds them;
 //! * [`source`]: the [`crate::runtime::RecordSource`] over many shards: its
-//!   [`crate::runtime::Layout`] (samples per shard) lets the schedule shuffle
+//!   [`crate::order::Layout`] (samples per shard) lets the schedule shuffle
 //!   two-level, and a bounded set of open shards serves `get` with slices of
 //!   the shard's bytes (no copy, no Python object per sample).
 

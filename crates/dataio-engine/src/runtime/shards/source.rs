@@ -22,7 +22,8 @@ use super::index::{identity, Format, IndexStore, Samples, ShardIndex};
 use crate::base::error::{Error, Result};
 use crate::io::backend::{Backend, ObjectMeta};
 use crate::io::registry::backend_for;
-use crate::runtime::{Layout, Record, RecordSource, Value};
+use crate::order::Layout;
+use crate::runtime::{Record, RecordSource, Value};
 use bytes::Bytes;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -35,7 +36,7 @@ pub struct ShardSetOptions {
     /// Gunzip payloads: `None` decides by the name (`.gz`, `.tgz`).
     pub gunzip: Option<bool>,
     pub check_crc: bool,
-    /// Shuffle window in samples (see [`crate::runtime::ShardOrder`]).
+    /// Shuffle window in samples (see [`crate::order::ShardOrder`]).
     pub window: u64,
     /// Windows each shard's samples are spread over (see [`Layout`]).
     pub spread: u64,

@@ -22,7 +22,8 @@
 //! exhausted (the others restart in their next epochs meanwhile), or a fixed
 //! number of draws, with the stream continuing across mixed epochs.
 
-use super::order::{Layout, ShardOrder};
+use super::layout::Layout;
+use super::shard_order::ShardOrder;
 use crate::base::error::{Error, Result};
 use crate::base::rng::{key, mix64, Permutation};
 use std::collections::HashMap;

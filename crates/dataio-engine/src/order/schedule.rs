@@ -17,9 +17,11 @@
 //! resume and elastic resume work on it unchanged; what it holds grows with
 //! the number of shards, not of samples.
 
+use super::hosts::{HostOrder, Hosts};
+use super::layout::Layout;
 use super::mix::{MixOrder, MixSpec};
-use super::order::HostOrder;
-pub use super::order::{Hosts, Layout, Shard, ShardOrder};
+use super::rank::Rank;
+use super::shard_order::ShardOrder;
 use crate::base::error::{Error, Result};
 use crate::base::rng::Permutation;
 
@@ -37,7 +39,7 @@ enum Order {
 pub struct Schedule {
     n: u64,
     perm: Order,
-    shard: Shard,
+    shard: Rank,
     /// Global positions before this offset were consumed before an elastic
     /// resume; ranks interleave over what remains.
     offset: u64,
@@ -48,19 +50,19 @@ pub struct Schedule {
 impl Schedule {
     /// The order of a sized source of `n` records, starting at this rank's
     /// position `start` (resume).
-    pub fn sized(n: u64, seed: Option<u64>, epoch: u64, shard: Shard, start: u64) -> Result<Self> {
+    pub fn sized(n: u64, seed: Option<u64>, epoch: u64, shard: Rank, start: u64) -> Result<Self> {
         Self::resumed(n, seed, epoch, shard, 0, start)
     }
 
     /// Like [`Schedule::sized`], after `offset` global positions were
     /// consumed, possibly by a different number of ranks (elastic resume).
-    pub fn resumed(n: u64, seed: Option<u64>, epoch: u64, shard: Shard, offset: u64, start: u64) -> Result<Self> {
+    pub fn resumed(n: u64, seed: Option<u64>, epoch: u64, shard: Rank, offset: u64, start: u64) -> Result<Self> {
         Self::with_layout(n, None, seed, epoch, shard, offset, start)
     }
 
     /// The order of a mixed source: the epoch is the mix's draws (see
     /// [`MixOrder`]), split across ranks and resumed like any other.
-    pub fn mixed(spec: MixSpec, seed: Option<u64>, epoch: u64, shard: Shard, offset: u64, start: u64) -> Result<Self> {
+    pub fn mixed(spec: MixSpec, seed: Option<u64>, epoch: u64, shard: Rank, offset: u64, start: u64) -> Result<Self> {
         let order = MixOrder::new(spec, seed, epoch)?;
         let mut s = Self::with_layout(order.len(), None, None, epoch, shard, offset, start)?;
         s.perm = Order::Mixed(order);
@@ -74,7 +76,7 @@ impl Schedule {
         layout: Option<&Layout>,
         seed: Option<u64>,
         epoch: u64,
-        shard: Shard,
+        shard: Rank,
         offset: u64,
         start: u64,
     ) -> Result<Self> {
@@ -113,7 +115,7 @@ impl Schedule {
         layout: &Layout,
         seed: Option<u64>,
         epoch: u64,
-        shard: Shard,
+        shard: Rank,
         hosts: Hosts,
         offsets: &[u64],
         start: u64,
@@ -189,7 +191,7 @@ mod tests {
             let mut all = BTreeSet::new();
             let mut total = 0;
             for r in 0..w {
-                let mut s = Schedule::sized(n, Some(9), 2, Shard { id: r, of: w, pad: false }, 0).unwrap();
+                let mut s = Schedule::sized(n, Some(9), 2, Rank { id: r, of: w, pad: false }, 0).unwrap();
                 let got = s.take(u64::MAX);
                 total += got.len();
                 all.extend(got.into_iter().map(|(_, i)| i));
@@ -202,17 +204,17 @@ mod tests {
     #[test]
     fn padding_gives_every_rank_the_same_count() {
         let counts: Vec<u64> = (0..4)
-            .map(|r| Schedule::sized(10, None, 0, Shard { id: r, of: 4, pad: true }, 0).unwrap().count())
+            .map(|r| Schedule::sized(10, None, 0, Rank { id: r, of: 4, pad: true }, 0).unwrap().count())
             .collect();
         assert_eq!(counts, vec![3, 3, 3, 3]);
-        let counts: Vec<u64> = (0..4).map(|r| Shard { id: r, of: 4, pad: false }.count(10)).collect();
+        let counts: Vec<u64> = (0..4).map(|r| Rank { id: r, of: 4, pad: false }.count(10)).collect();
         assert_eq!(counts, vec![3, 3, 2, 2]);
     }
 
     #[test]
     fn resume_continues_the_same_order() {
-        let full: Vec<_> = Schedule::sized(50, Some(1), 0, Shard::default(), 0).unwrap().take(50);
-        let tail: Vec<_> = Schedule::sized(50, Some(1), 0, Shard::default(), 20).unwrap().take(50);
+        let full: Vec<_> = Schedule::sized(50, Some(1), 0, Rank::default(), 0).unwrap().take(50);
+        let tail: Vec<_> = Schedule::sized(50, Some(1), 0, Rank::default(), 20).unwrap().take(50);
         assert_eq!(&full[20..], &tail[..]);
     }
 
@@ -221,11 +223,11 @@ mod tests {
         // 4 ranks consume 3 records each, then the job resumes on 3 ranks.
         let n = 50;
         let mut seen: Vec<u64> = (0..4u64)
-            .flat_map(|r| Schedule::sized(n, Some(7), 1, Shard { id: r, of: 4, pad: false }, 0).unwrap().take(3))
+            .flat_map(|r| Schedule::sized(n, Some(7), 1, Rank { id: r, of: 4, pad: false }, 0).unwrap().take(3))
             .map(|p| p.1)
             .collect();
         for r in 0..3 {
-            let mut s = Schedule::resumed(n, Some(7), 1, Shard { id: r, of: 3, pad: false }, 12, 0).unwrap();
+            let mut s = Schedule::resumed(n, Some(7), 1, Rank { id: r, of: 3, pad: false }, 12, 0).unwrap();
             seen.extend(s.take(u64::MAX).into_iter().map(|p| p.1));
         }
         seen.sort();
@@ -273,20 +275,20 @@ mod tests {
         let mut all = Vec::new();
         for r in 0..3 {
             let mut s =
-                Schedule::with_layout(n, Some(&l), Some(4), 2, Shard { id: r, of: 3, pad: false }, 0, 0).unwrap();
+                Schedule::with_layout(n, Some(&l), Some(4), 2, Rank { id: r, of: 3, pad: false }, 0, 0).unwrap();
             all.extend(s.take(u64::MAX).into_iter().map(|p| p.1));
         }
         all.sort();
         assert_eq!(all, (0..n).collect::<Vec<_>>());
-        let full = Schedule::with_layout(n, Some(&l), Some(4), 0, Shard::default(), 0, 0).unwrap().take(n);
-        let tail = Schedule::with_layout(n, Some(&l), Some(4), 0, Shard::default(), 0, 17).unwrap().take(n);
+        let full = Schedule::with_layout(n, Some(&l), Some(4), 0, Rank::default(), 0, 0).unwrap().take(n);
+        let tail = Schedule::with_layout(n, Some(&l), Some(4), 0, Rank::default(), 0, 17).unwrap().take(n);
         assert_eq!(&full[17..], &tail[..]);
-        assert!(Schedule::with_layout(51, Some(&l), Some(4), 0, Shard::default(), 0, 0).is_err());
+        assert!(Schedule::with_layout(51, Some(&l), Some(4), 0, Rank::default(), 0, 0).is_err());
     }
 
     #[test]
     fn bad_shards_are_refused() {
-        assert!(Shard { id: 4, of: 4, pad: false }.check().unwrap_err().to_string().contains("out of range"));
-        assert!(Shard { id: 0, of: 0, pad: false }.check().is_err());
+        assert!(Rank { id: 4, of: 4, pad: false }.check().unwrap_err().to_string().contains("out of range"));
+        assert!(Rank { id: 0, of: 0, pad: false }.check().is_err());
     }
 }
