@@ -33,6 +33,12 @@ pub struct AudioSpec {
 
 pub const DEFAULT_MAX_SAMPLES: u64 = 1 << 28;
 
+/// The highest input sample rate taken (8 x 192 kHz; DSD decodes to less).
+/// A header claiming more (the fuzzer's WAV of 654 MHz) would make the
+/// resampler build a filter as long as the rate ratio: seconds of CPU for
+/// a 244-byte file.
+const MAX_SAMPLE_RATE: i32 = 1_536_000;
+
 /// Seconds decoded before an offset (see [`decode`]).
 const PREROLL: f64 = 0.25;
 
@@ -239,6 +245,12 @@ pub fn decode(source: &dyn Source, index: &FileIndex, spec: &AudioSpec, draw: u6
             got = true;
             let f = frame.get();
             if rs.is_none() {
+                if f.sample_rate > MAX_SAMPLE_RATE {
+                    return Err(Error::corrupt(format!(
+                        "{uri}: the audio claims {} Hz, beyond any audio (at most {MAX_SAMPLE_RATE} Hz)",
+                        f.sample_rate
+                    )));
+                }
                 rs = Some(Resampler::new(f, out_rate, channels as u32)?);
             }
             if skip.is_none() {

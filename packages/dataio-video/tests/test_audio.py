@@ -151,3 +151,21 @@ def test_windows_the_audio_ends_inside_are_padded_with_their_lengths(audios: dic
     with pipe.bind(recs[1:2]).run("numpy") as loader:
         b = next(iter(loader))
     assert b["audio"].shape == (1, 2, 16000) and "audio_lengths" not in b.to_dict()
+
+
+def test_a_header_claiming_an_absurd_sample_rate_is_refused_at_once(tmp_path: Path) -> None:
+    # The fuzzer's 244-byte WAV claiming 654 MHz: the resampler's filter for
+    # that ratio took seconds to build; now a typed error naming the rate.
+    import struct
+    import time
+
+    rate, data = 654_319_424, bytes(range(200))
+    fmt = struct.pack("<HHIIHH", 1, 1, rate, rate * 2 & 0xFFFFFFFF, 2, 16)
+    wav = b"RIFF" + struct.pack("<I", 4 + 8 + len(fmt) + 8 + len(data)) + b"WAVE"
+    wav += b"fmt " + struct.pack("<I", len(fmt)) + fmt + b"data" + struct.pack("<I", len(data)) + data
+    path = tmp_path / "absurd.wav"
+    path.write_bytes(wav)
+    t0 = time.monotonic()
+    with pytest.raises(dataio.errors.DataioError, match="654319424 Hz, beyond any audio"):
+        dataio.read_audio(str(path), sample_rate=16000)
+    assert time.monotonic() - t0 < 2
