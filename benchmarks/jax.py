@@ -3,6 +3,7 @@ DataLoader + ``jax.device_put``, side by side in one run, equal cores.
 
     python benchmarks/jax.py [--quick] [--images 512] [--docs 1500] [--cores N]
                              [--repeat 2] [--step-ms 50] [--workloads image,text,wait]
+                             [--rounds 1]
 
 Every path ends with the batch on JAX's first device (``block_until_ready``)
 in the training process:
@@ -27,7 +28,9 @@ in the training process:
 
   Each path is one stream of ``--repeat + 1`` epochs: the *steady* rate
   counts after the first epoch (worker start-up, first reads), *end to end*
-  from making the iterator to the last batch.
+  from making the iterator to the last batch, *per CPU-second* the steady
+  work over the CPU time of the path's processes (this one and its
+  workers) in the same window, which a busy machine moves least.
 
 * **text** — tokenize (a byte-level BPE of vocabulary 8,192, trained here on
   ``benchmarks/pack.py``'s synthetic web-like corpus) and best-fit pack into
@@ -42,7 +45,10 @@ in the training process:
 * **wait** — dataio's image pipeline under a simulated training step
   (``time.sleep(step_ms)`` per batch): the fraction of the wall time the
   step loop spends waiting for its next batch (``next()`` plus
-  ``block_until_ready``), the first batch (start-up) left out.
+  ``block_until_ready``), the first batch (start-up) left out, and how much
+  of it fell on the steps that take an epoch's first batch.
+
+``--rounds N`` runs every path N times, in turn, and reports medians.
 
 Prints each rate and dataio's ratio to each peer (above 1: dataio is
 faster). The results and the machine they came from are in
@@ -196,12 +202,34 @@ def pack_corpus(n: int) -> list[str]:
 # -- measuring ----------------------------------------------------------------
 
 
+def cpu_seconds() -> float:
+    """CPU seconds (user + system) so far of this process and its child
+    processes (grain's and torch's workers): the live ones, and the ones
+    that ended and were waited for."""
+    import resource
+
+    import psutil
+
+    total = 0.0
+    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+        r = resource.getrusage(who)
+        total += r.ru_utime + r.ru_stime
+    for p in psutil.Process().children(recursive=True):
+        try:
+            t = p.cpu_times()
+        except psutil.Error:  # a worker that just ended (counted above once waited for)
+            continue
+        total += t.user + t.system
+    return total
+
+
 @dataclasses.dataclass
 class Timing:
     rows: int  # rows (images, document tokens) of the whole stream
     steady_rows: int  # of them, after the first epoch's
     steady_s: float  # seconds from the end of the first epoch to the last batch
     total_s: float  # seconds from making the iterator (worker start-up included) to the last batch
+    steady_cpu_s: float  # CPU seconds of every process of the path over the steady window
 
     @property
     def steady(self) -> float:
@@ -211,15 +239,21 @@ class Timing:
     def end_to_end(self) -> float:
         return self.rows / self.total_s
 
+    @property
+    def per_cpu_second(self) -> float:
+        return self.steady_rows / self.steady_cpu_s
 
-def timed_stream(make: Callable[[], Iterator[Any]], rows: Callable[[Any], int], epoch_rows: int) -> Timing:
+
+def timed_stream(make: Callable[[], Iterator[Any]], rows: Callable[[Any], int], epoch_rows: int, all_rows: int) -> Timing:
     """Times one stream of batches, each waited for on the device (``rows``
     does): steady from the batch that ends the first epoch (``epoch_rows``
-    rows: worker start-up and first reads are the warm-up) to the last, and
-    end to end."""
+    rows: worker start-up and first reads are the warm-up) to the last
+    (the one that reaches ``all_rows``), and end to end; the CPU time of the
+    path's processes over the steady window beside it."""
     t_start = time.perf_counter()
     seen = 0
     t0 = t1 = 0.0
+    c0 = c1 = 0.0
     steady = 0
     for b in make():
         r = rows(b)
@@ -228,9 +262,15 @@ def timed_stream(make: Callable[[], Iterator[Any]], rows: Callable[[Any], int], 
             steady += r
         seen += r
         if not t0 and seen >= epoch_rows:
-            t0 = t1
+            t0, c0 = t1, cpu_seconds()
+        if seen >= all_rows and not c1:
+            c1 = cpu_seconds()  # at the last batch, while the workers still live
     assert steady > 0, "no batch after the first epoch: nothing to time"
-    return Timing(seen, steady, t1 - t0, t1 - t_start)
+    return Timing(seen, steady, t1 - t0, t1 - t_start, (c1 or cpu_seconds()) - c0)
+
+
+def median_of(timings: list[Timing], key: Callable[[Timing], float]) -> float:
+    return float(np.median([key(t) for t in timings]))
 
 
 def main() -> None:
@@ -245,6 +285,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=2, help="epochs after the first, in the one stream of each path")
     ap.add_argument("--step-ms", type=float, default=50.0)
     ap.add_argument("--workloads", default="image,text,wait")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="rounds of every path, taken in turn (a busy machine's load moves); medians reported")
     args = ap.parse_args()
     if args.quick:
         args.images, args.docs, args.repeat = 256, 600, 1
@@ -310,6 +352,7 @@ def main() -> None:
               f"{epochs} epochs in one stream ==", flush=True)
         rates: dict[str, float] = {}
         rates_e2e: dict[str, float] = {}
+        cpu_rates: dict[str, float] = {}
 
         def dataio_images() -> Iterator[Any]:
             with image_pipe.bind(records).run("jax", seed=0) as loader:
@@ -339,13 +382,19 @@ def main() -> None:
                     it._shutdown_workers()
 
             paths.append(("torch DataLoader + device_put", torch_images))
-        for name, fn in paths:
-            t = timed_stream(fn, image_rows, args.images)
-            assert t.rows == epochs * args.images, f"{name}: {t.rows} images"
-            rates[name], rates_e2e[name] = t.steady, t.end_to_end
-            print(f"{name:34s} {t.steady:8.1f} images/s steady   {t.end_to_end:8.1f} end to end   "
-                  f"({t.steady_rows} images in {t.steady_s:.2f} s after the first epoch; {t.total_s:.2f} s in all)", flush=True)
-        results["image"], results["image end to end"] = rates, rates_e2e
+        image_timings: dict[str, list[Timing]] = {name: [] for name, _ in paths}
+        for _ in range(args.rounds):
+            for name, fn in paths:
+                t = timed_stream(fn, image_rows, args.images, epochs * args.images)
+                assert t.rows == epochs * args.images, f"{name}: {t.rows} images"
+                image_timings[name].append(t)
+                print(f"{name:34s} {t.steady:8.1f} images/s steady   {t.end_to_end:8.1f} end to end   "
+                      f"{t.per_cpu_second:7.1f} per CPU-second   "
+                      f"({t.steady_rows} images in {t.steady_s:.2f} s after the first epoch; {t.total_s:.2f} s in all)", flush=True)
+        for name, ts in image_timings.items():
+            rates[name], rates_e2e[name] = median_of(ts, lambda t: t.steady), median_of(ts, lambda t: t.end_to_end)
+            cpu_rates[name] = median_of(ts, lambda t: t.per_cpu_second)
+        results["image"], results["image end to end"], results["image per CPU-second"] = rates, rates_e2e, cpu_rates
 
     if "text" in workloads:
         from tokenizers import Tokenizer, models, pre_tokenizers, trainers
@@ -405,49 +454,66 @@ def main() -> None:
                     yield text_rows(jax.device_put(b, dev), "tokens_segment_ids", lambda s: s > 0)
 
             text_paths.append(("grain BestFitPack + device_put", grain_text))
-        rates, rates_e2e = {}, {}
-        for name, run in text_paths:
-            tally.update(real=0, pad=0)
-            t = timed_stream(run, lambda r: r, want)
-            if tally["real"] != want * epochs:
-                print(f"{name}: delivered {tally['real']:,} document tokens, expected {want * epochs:,}")
-            rates[name], rates_e2e[name] = t.steady, t.end_to_end
-            print(f"{name:34s} {t.steady / 1e6:8.3f} M tokens/s steady   {t.end_to_end / 1e6:8.3f} end to end   "
-                  f"padding {tally['pad'] / (tally['real'] + tally['pad']):6.2%}   "
-                  f"({t.steady_s:.2f} s after the first epoch; {t.total_s:.2f} s in all)", flush=True)
-        results["text"], results["text end to end"] = rates, rates_e2e
+        rates, rates_e2e, cpu_rates = {}, {}, {}
+        text_timings: dict[str, list[Timing]] = {name: [] for name, _ in text_paths}
+        for _ in range(args.rounds):
+            for name, run in text_paths:
+                tally.update(real=0, pad=0)
+                t = timed_stream(run, lambda r: r, want, want * epochs)
+                if tally["real"] != want * epochs:
+                    print(f"{name}: delivered {tally['real']:,} document tokens, expected {want * epochs:,}")
+                text_timings[name].append(t)
+                print(f"{name:34s} {t.steady / 1e6:8.3f} M tokens/s steady   {t.end_to_end / 1e6:8.3f} end to end   "
+                      f"{t.per_cpu_second / 1e6:6.3f} M per CPU-second   "
+                      f"padding {tally['pad'] / (tally['real'] + tally['pad']):6.2%}   "
+                      f"({t.steady_s:.2f} s after the first epoch; {t.total_s:.2f} s in all)", flush=True)
+        for name, ts in text_timings.items():
+            rates[name], rates_e2e[name] = median_of(ts, lambda t: t.steady), median_of(ts, lambda t: t.end_to_end)
+            cpu_rates[name] = median_of(ts, lambda t: t.per_cpu_second)
+        results["text"], results["text end to end"], results["text per CPU-second"] = rates, rates_e2e, cpu_rates
 
     if "wait" in workloads:
         step = args.step_ms / 1000
         print(f"\n== wait: dataio's image pipeline under a {args.step_ms:g} ms step, {epochs} epoch(s) ==", flush=True)
-        waits: list[float] = []
-        with image_pipe.bind(records).run("jax", seed=0) as loader:
-            t_start = time.perf_counter()
-            for _ in range(epochs):
-                it = iter(loader)
-                while True:
-                    t0 = time.perf_counter()
-                    try:
-                        b = next(it)
-                    except StopIteration:
-                        break
-                    b["image"].block_until_ready()
-                    waits.append(time.perf_counter() - t0)
-                    time.sleep(step)
-            total = time.perf_counter() - t_start
-        steady = waits[1:]
-        frac = sum(steady) / (sum(steady) + step * len(steady))
-        print(f"first batch {waits[0] * 1e3:.0f} ms; after it, {len(steady)} steps: waiting {frac:.1%} of the step loop "
-              f"(mean {np.mean(steady) * 1e3:.1f} ms, max {max(steady) * 1e3:.1f} ms per step); "
-              f"{len(waits) * B / total:.0f} images/s overall", flush=True)
+        fracs: list[float] = []
+        for _ in range(args.rounds):
+            waits: list[float] = []
+            epoch_start: list[bool] = []  # whether the step's batch is its epoch's first
+            with image_pipe.bind(records).run("jax", seed=0) as loader:
+                t_start = time.perf_counter()
+                for _ in range(epochs):
+                    it = iter(loader)
+                    first = True
+                    while True:
+                        t0 = time.perf_counter()
+                        try:
+                            b = next(it)
+                        except StopIteration:
+                            break
+                        b["image"].block_until_ready()
+                        waits.append(time.perf_counter() - t0)
+                        epoch_start.append(first)
+                        first = False
+                        time.sleep(step)
+                total = time.perf_counter() - t_start
+            steady = waits[1:]
+            loop = sum(steady) + step * len(steady)
+            at_starts = sum(w for w, f in zip(steady, epoch_start[1:]) if f)
+            frac = sum(steady) / loop
+            fracs.append(frac)
+            print(f"first batch {waits[0] * 1e3:.0f} ms; after it, {len(steady)} steps: waiting {frac:.1%} of the step loop "
+                  f"({at_starts / loop:.1%} at the {epochs - 1} epoch starts, {(sum(steady) - at_starts) / loop:.1%} within epochs; "
+                  f"mean {np.mean(steady) * 1e3:.1f} ms, max {max(steady) * 1e3:.1f} ms per step); "
+                  f"{len(waits) * B / total:.0f} images/s overall", flush=True)
         if "image" in results:
             rate = next(iter(results["image"].values()))
             print(f"dataio's steady image rate ({rate:.0f}/s) makes a batch of {B} in {B / rate * 1e3:.0f} ms: "
-                  f"the step it keeps up with on {cores} cores", flush=True)
-        results["wait"] = {"fraction": frac}
+                  f"the step it keeps up with on {cores} cores (a shorter step waits for the difference, "
+                  f"{max(0.0, 1 - step * rate / B):.1%} of its loop, however much is prefetched)", flush=True)
+        results["wait"] = {"fraction": float(np.median(fracs))}
 
-    print("\n== ratios (dataio / peer; above 1: dataio is faster) ==")
-    for w in ("image", "image end to end", "text", "text end to end"):
+    print(f"\n== ratios (dataio / peer; above 1: dataio is faster){'; medians of ' + str(args.rounds) + ' rounds' if args.rounds > 1 else ''} ==")
+    for w in ("image", "image end to end", "image per CPU-second", "text", "text end to end", "text per CPU-second"):
         rates = results.get(w, {})
         ours = next((r for n, r in rates.items() if n.startswith("dataio")), None)
         for name, r in rates.items():

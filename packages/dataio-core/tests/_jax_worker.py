@@ -95,6 +95,50 @@ def single() -> dict[str, Any]:
     return out
 
 
+class CountingExecutor:
+    """The local executor, noting each job's epoch and how many batches the
+    consumer had taken when it started."""
+
+    def __init__(self) -> None:
+        from dataio.executor import LocalExecutor
+
+        self.local = LocalExecutor()
+        self.starts: list[tuple[int, int]] = []
+        self.taken = 0
+
+    def start(self, job: Any) -> Any:
+        self.starts.append((job.epoch, self.taken))
+        return self.local.start(job)
+
+
+def epochs() -> dict[str, Any]:
+    """Epochs back to back: the next epoch's run starts while the step still
+    holds the last batches of the one before, and a set_epoch in between
+    gets the epoch asked for."""
+    import time
+
+    def labels(loader: Any, ex: CountingExecutor | None = None, step: float = 0.0) -> list[list[int]]:
+        out = []
+        for b in loader:
+            out.append(np.asarray(b["label"]).tolist())
+            if ex is not None:
+                ex.taken += 1
+            time.sleep(step)
+        return out
+
+    with pipe().bind(records()).run("numpy", seed=7) as loader:
+        ref = [labels(loader) for _ in range(2)]
+        loader.set_epoch(5)
+        ref5 = labels(loader)
+    ex = CountingExecutor()
+    with pipe().bind(records()).run("jax", seed=7, executor=ex) as loader:
+        got = [labels(loader, ex, step=0.05) for _ in range(2)]
+        ex.taken = 0
+        loader.set_epoch(5)
+        got5 = labels(loader, ex)
+    return {"same_epochs": got == ref and got5 == ref5, "starts": ex.starts, "per_epoch": len(ref[0])}
+
+
 def documents() -> list[dict[str, Any]]:
     from _imaging import npy_bytes
 
@@ -198,6 +242,8 @@ def main() -> None:
         result = single()
     elif scenario == "packed":
         result = packed()
+    elif scenario == "epochs":
+        result = epochs()
     elif scenario == "multi":
         result = multi(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4])
     else:

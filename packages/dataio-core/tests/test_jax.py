@@ -67,6 +67,19 @@ def test_packed_batches_carry_segment_ids_consistent_with_document_ids() -> None
     assert got["packed_ok"] and got["batches"] > 0
 
 
+def test_the_next_epoch_starts_while_the_step_holds_the_last_batches() -> None:
+    got = result(worker("epochs", devices=1))
+    assert got["same_epochs"]
+    n = got["per_epoch"]
+    # Epoch 0 at construction; epoch 1 started before the consumer took the
+    # last batch of epoch 0, and epoch 2 before the last of epoch 1; that
+    # run of epoch 2 is closed unused after set_epoch(5), which starts 5
+    # (and, at its end, 6).
+    (e0, _), (e1, t1), (e2, t2), (e5, t5), (e6, _) = got["starts"]
+    assert (e0, e1, e2, e5, e6) == (0, 1, 2, 5, 6)
+    assert t1 < n and n <= t2 < 2 * n and t5 == 0
+
+
 def test_two_processes_orbax_resume_and_elastic_to_one(tmp_path: Path) -> None:
     ckpt = tmp_path / "ckpt"
     port = free_port()

@@ -393,7 +393,7 @@ class Loader:
         for name, v in (("id", sid), ("of", of)):
             if not isinstance(v, int) or isinstance(v, bool):
                 raise InvalidArgumentError(f"shard {name} must be an integer, got {v!r}")
-        _native.shard_check(sid, of)  # the engine's range rule (Shard::check)
+        _native.shard_check(sid, of)  # the engine's range rule (Rank::check)
         hosts, host = _hosts_of(shard, sid, of)
         canonical = shard.get("canonical_hosts", hosts)
         if not isinstance(canonical, int) or isinstance(canonical, bool) or canonical < 1:
@@ -436,13 +436,19 @@ class Loader:
         )
 
     def _start(self) -> None:
-        self._run = self._elastic_runs() if self._pack_elastic is not None else self._executor.start(self._job())
+        self._run = self._elastic_runs() if self._pack_elastic is not None else self._open_run(self._job())
         self._wait_seconds = 0.0  # time the consumer spent in next(), this epoch
         if self._packing is not None:
             eos, pad = self._pack_tokens
             mixed = getattr(self._records, "sources_of", None) if hasattr(self._records, "_dataio_mix") else None
             self._packed = PackedRun(self._packing, eos, pad, self._seed, self._epoch, self._position, self._pack_skip, mixed)
             self._packed.balancer = self._balancer
+
+    def _open_run(self, job: EpochJob) -> EpochRun:
+        """The executor's run of ``job`` (``dataio.jax.JaxLoader`` hands the
+        one it started ahead, at the end of the epoch before, when it is
+        this job)."""
+        return self._executor.start(job)
 
     def _elastic_runs(self) -> EpochRun:
         """The units of an elastic packed epoch this rank packs, each one
@@ -738,7 +744,7 @@ class Loader:
             count = hosted[0]
         else:
             n = self._epoch_len() - self._global_offset
-            count = _native.shard_count(self._shard["id"], self._shard["of"], self._shard["pad"], max(0, n))  # Shard::count
+            count = _native.shard_count(self._shard["id"], self._shard["of"], self._shard["pad"], max(0, n))  # Rank::count
         size = self._pipe.shape.size
         assert size is not None, "batch() always has a size"
         return count // size if self._pipe.shape.drop_last else -(-count // size)
