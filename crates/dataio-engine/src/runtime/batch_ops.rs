@@ -191,7 +191,7 @@ fn pad_to_longest(batch: &mut Batch, p: &PadToLongest) -> Result<()> {
                 return Ok(());
             }
             // Shorter than `length`: padded row by row below (views of the stack).
-            let row_bytes = if n == 0 { 0 } else { t.nbytes() / n };
+            let row_bytes = t.nbytes().checked_div(n).unwrap_or(0);
             (0..n)
                 .map(|i| Tensor {
                     dtype: t.dtype,

@@ -95,10 +95,13 @@ fn reader(payload: &[u8], delimiter: u8, headers: bool) -> csv::Reader<&[u8]> {
     csv::ReaderBuilder::new().delimiter(delimiter).has_headers(headers).flexible(true).from_reader(payload)
 }
 
+/// A CSV shard's header and the `(offset, len)` of each row after it.
+pub type HeaderAndRows = (Vec<String>, Vec<(u64, u64)>);
+
 /// The header (column names) and `(offset, len)` of every row of
 /// `payload` after it. Blank lines are no rows; a header with an empty or
 /// repeated name is refused, naming the column.
-pub fn split_rows(uri: &str, payload: &[u8], delimiter: u8) -> Result<(Vec<String>, Vec<(u64, u64)>)> {
+pub fn split_rows(uri: &str, payload: &[u8], delimiter: u8) -> Result<HeaderAndRows> {
     let mut rdr = reader(payload, delimiter, true);
     let header: Vec<String> = rdr
         .byte_headers()

@@ -99,7 +99,7 @@ impl Drop for Compress {
         // any state. The output buffer was malloc'ed by jpeg_mem_dest (or is
         // null) and is no longer referenced once the struct is destroyed.
         unsafe {
-            jpeg_destroy_compress(&mut *self.cinfo);
+            jpeg_destroy_compress(&mut self.cinfo);
             if !self.out.0.is_null() {
                 libc::free(self.out.0.cast());
             }
@@ -134,26 +134,26 @@ fn jpeg(px: PixelsRef<'_>, quality: u8) -> Result<Vec<u8>> {
             c.cinfo.common.err = &mut *c._err;
             jpeg_create_compress(&mut *c.cinfo);
             let (buf, size) = &mut *c.out;
-            jpeg_mem_dest(&mut *c.cinfo, buf, size);
+            jpeg_mem_dest(&mut c.cinfo, buf, size);
             c.cinfo.image_width = px.width;
             c.cinfo.image_height = px.height;
             c.cinfo.input_components = components;
             c.cinfo.in_color_space = space;
-            jpeg_c_set_int_param(&mut *c.cinfo, J_INT_PARAM::JINT_COMPRESS_PROFILE, JCP_FASTEST as c_int);
-            jpeg_set_defaults(&mut *c.cinfo);
-            jpeg_set_quality(&mut *c.cinfo, quality as c_int, 1);
-            jpeg_start_compress(&mut *c.cinfo, 1);
+            jpeg_c_set_int_param(&mut c.cinfo, J_INT_PARAM::JINT_COMPRESS_PROFILE, JCP_FASTEST as c_int);
+            jpeg_set_defaults(&mut c.cinfo);
+            jpeg_set_quality(&mut c.cinfo, quality as c_int, 1);
+            jpeg_start_compress(&mut c.cinfo, 1);
             let row = px.row_bytes();
             let rows: Vec<*const u8> = (0..px.height as usize).map(|y| px.data[y * row..].as_ptr()).collect();
             let mut done = 0usize;
             while done < rows.len() {
-                let n = jpeg_write_scanlines(&mut *c.cinfo, rows[done..].as_ptr(), (rows.len() - done) as u32);
+                let n = jpeg_write_scanlines(&mut c.cinfo, rows[done..].as_ptr(), (rows.len() - done) as u32);
                 if n == 0 {
                     return Err(Error::encode(OP, "libjpeg accepted no scanlines"));
                 }
                 done += n as usize;
             }
-            jpeg_finish_compress(&mut *c.cinfo);
+            jpeg_finish_compress(&mut c.cinfo);
             let (buf, size) = *c.out;
             Ok(std::slice::from_raw_parts(buf, size as usize).to_vec())
         }

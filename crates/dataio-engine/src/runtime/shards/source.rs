@@ -468,7 +468,8 @@ impl ShardSet {
     /// `None`: open it whole. Asks the store nothing.
     fn ranged_plan(&self, i: usize, fields: &[String], reads: &[u32]) -> Result<Option<RangedPlan>> {
         let shard = &self.shards[i];
-        let plain = !shard.gz && !(zst_by_name(&shard.uri) && self.opts.gunzip.is_none());
+        let zst = zst_by_name(&shard.uri) && self.opts.gunzip.is_none();
+        let plain = !(shard.gz || zst);
         let cached = self.opts.cache.as_ref().is_some_and(|c| c.contains(&shard.uri, &shard.identity));
         if shard.mapped || !plain || cached || self.opts.format != Format::Tar || reads.is_empty() {
             return Ok(None);
