@@ -325,8 +325,40 @@ struct Exported<T: ExportOp> {
     name: Box<str>,
 }
 
+/// The capsule factory of a plugin's native module: a `#[pyfunction]`
+/// `op(name)` that returns a fresh `dataio.op.v1` capsule of the op
+/// registered under `name` (the plugin's Python side passes it to
+/// `register(...)`; dataio adopts it). The plugin crate depends on `pyo3`
+/// (the expansion names it); add the function to the module with
+/// `m.add_function(wrap_pyfunction!(op, m)?)`.
+///
+/// ```ignore
+/// dataio_abi::export_ops!("dataio-video": "decode_video" => DecodeVideo, "video_info" => VideoInfo);
+/// ```
+#[macro_export]
+macro_rules! export_ops {
+    ($plugin:literal: $($name:literal => $op:expr),+ $(,)?) => {
+        /// A fresh capsule holding the table of op `name`; dataio adopts it.
+        #[pyo3::pyfunction]
+        fn op(py: pyo3::Python<'_>, name: &str) -> pyo3::PyResult<pyo3::Py<pyo3::PyAny>> {
+            let table = match name {
+                $($name => $crate::ops::export_op($op),)+
+                other => {
+                    return Err(pyo3::exceptions::PyValueError::new_err(format!("{} has no op {other:?}", $plugin)))
+                }
+            };
+            // SAFETY: the name is a static C string; the table's ownership
+            // passes to whoever adopts the capsule (dataio, once).
+            unsafe {
+                let cap = pyo3::ffi::PyCapsule_New(table.cast(), $crate::ops::OP_CAPSULE_NAME.as_ptr(), None);
+                Ok(pyo3::Bound::from_owned_ptr_or_err(py, cap)?.unbind())
+            }
+        }
+    };
+}
+
 /// Builds the table of `op`; the core releases it (hand it over in a
-/// capsule named [`OP_CAPSULE_NAME`]).
+/// capsule named [`OP_CAPSULE_NAME`]: [`export_ops!`] writes the factory).
 pub fn export_op<T: ExportOp>(op: T) -> *mut OpV1 {
     let name: Box<str> = op.name().into();
     let kind = op.kind();

@@ -2,26 +2,12 @@
 //! an op-ABI capsule, and the reader of tokenizer files it loads them with
 //! (through `dataio.read`, so any URI dataio reads: local, s3, gs, az, hf).
 
-use dataio_abi::ops::{export_op, OP_CAPSULE_NAME};
 use dataio_text::Tokenize;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use std::sync::Arc;
 
-/// A fresh capsule holding the table of op `name`; dataio adopts it.
-#[pyfunction]
-fn op(py: Python<'_>, name: &str) -> PyResult<Py<PyAny>> {
-    let table = match name {
-        "tokenize" => export_op(Tokenize),
-        other => return Err(PyValueError::new_err(format!("dataio-text has no op {other:?}"))),
-    };
-    // SAFETY: the name is a static C string; the table's ownership passes to
-    // whoever adopts the capsule (dataio, once).
-    unsafe {
-        let cap = pyo3::ffi::PyCapsule_New(table.cast(), OP_CAPSULE_NAME.as_ptr(), None);
-        Ok(Bound::from_owned_ptr_or_err(py, cap)?.unbind())
-    }
-}
+dataio_abi::export_ops!("dataio-text": "tokenize" => Tokenize);
 
 /// Reads tokenizer files through `dataio.read` (taking the GIL once per file and process).
 #[pyfunction]

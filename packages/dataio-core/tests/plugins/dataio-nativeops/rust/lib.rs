@@ -12,9 +12,8 @@
 //!   (`flags::RANGED_INPUT`): the header's first bytes, then the pixels,
 //!   never the rest of the object.
 
-use dataio_abi::ops::{export_op, flags, kind, Call, ExportOp, Output, OP_CAPSULE_NAME};
+use dataio_abi::ops::{flags, kind, Call, ExportOp, Output};
 use dataio_abi::{status, AbiError};
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 fn corrupt(msg: impl Into<String>) -> AbiError {
@@ -180,23 +179,7 @@ impl ExportOp for Jitter {
     }
 }
 
-/// A fresh capsule holding the table of op `name`; dataio adopts it.
-#[pyfunction]
-fn op(py: Python<'_>, name: &str) -> PyResult<Py<PyAny>> {
-    let table = match name {
-        "decode_pgm" => export_op(DecodePgm),
-        "decode_pgm_ranged" => export_op(DecodePgmRanged),
-        "native_invert" => export_op(Invert),
-        "native_jitter" => export_op(Jitter),
-        other => return Err(PyValueError::new_err(format!("no native op {other:?} here"))),
-    };
-    // SAFETY: the name is a static C string; the table's ownership passes to
-    // whoever adopts the capsule (dataio, once).
-    unsafe {
-        let cap = pyo3::ffi::PyCapsule_New(table.cast(), OP_CAPSULE_NAME.as_ptr(), None);
-        Ok(Bound::from_owned_ptr_or_err(py, cap)?.unbind())
-    }
-}
+dataio_abi::export_ops!("dataio-nativeops": "decode_pgm" => DecodePgm, "decode_pgm_ranged" => DecodePgmRanged, "native_invert" => Invert, "native_jitter" => Jitter);
 
 #[pymodule(gil_used = false, name = "_native")]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
