@@ -23,6 +23,7 @@
 use std::ffi::{c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+pub mod host;
 pub mod http;
 pub mod ops;
 

@@ -120,8 +120,7 @@ fn clip_draw(call: &Call<'_>, p: &Params) -> Result<u64> {
     match p.get("pair") {
         None => Ok(call.key.draw(0)),
         Some(Json::String(pair)) => {
-            let stream =
-                pair.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3));
+            let stream = dataio_abi::host::fnv1a(pair.as_bytes());
             Ok(Key { stream, ..call.key }.draw(0))
         }
         Some(v) => Err(Error::invalid(format!("pair must be a slot name, got {v}"))),

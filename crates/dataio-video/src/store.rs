@@ -21,11 +21,9 @@
 use crate::index::{AudioStream, FileIndex, FrameEntry, VideoStream, MAX_FRAMES};
 use crate::media::{HeaderBlocks, BLOCK};
 use crate::{Error, Result};
+use dataio_abi::host::{fnv1a, is_private, private_dir, write_atomic};
 use std::fs;
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 const MAGIC: &[u8; 8] = b"DIOVIX01";
@@ -40,43 +38,23 @@ pub fn dir() -> Option<PathBuf> {
     match std::env::var_os("DATAIO_VIDEO_INDEX_DIR") {
         Some(v) if v == "off" || v.is_empty() => None,
         Some(v) => Some(PathBuf::from(v)),
-        None => {
-            let root = match std::env::var_os("DATAIO_CACHE_DIR") {
-                Some(v) if !v.is_empty() => PathBuf::from(v),
-                _ => PathBuf::from(std::env::var_os("HOME")?).join(".cache").join("dataio"),
-            };
-            Some(root.join("video-index"))
-        }
+        None => Some(dataio_abi::host::cache_root()?.join("video-index")),
     }
 }
 
 /// FNV-1a over the key: stable across builds (the file name only; the key
 /// itself is checked on load).
 fn name_of(key: &str) -> String {
-    let mut h = 0xcbf2_9ce4_8422_2325u64;
-    for b in key.bytes() {
-        h = (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    format!("{h:016x}.vidx")
-}
-
-fn euid() -> u32 {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() }
-}
-
-/// Whether `meta` is ours and not writable by others.
-fn private(meta: &fs::Metadata) -> bool {
-    meta.uid() == euid() && meta.mode() & 0o022 == 0
+    format!("{:016x}.vidx", fnv1a(key.as_bytes()))
 }
 
 /// The kept index of `key`, if there is a usable one.
 pub fn load(dir: &Path, key: &str) -> Option<FileIndex> {
-    if !fs::metadata(dir).is_ok_and(|m| m.is_dir() && private(&m)) {
+    if !fs::metadata(dir).is_ok_and(|m| m.is_dir() && is_private(&m)) {
         return None;
     }
     let file = fs::File::open(dir.join(name_of(key))).ok()?;
-    if !file.metadata().is_ok_and(|m| m.is_file() && private(&m)) {
+    if !file.metadata().is_ok_and(|m| m.is_file() && is_private(&m)) {
         return None;
     }
     let bytes = std::io::Read::bytes(std::io::BufReader::new(file)).collect::<std::io::Result<Vec<u8>>>().ok()?;
@@ -87,22 +65,8 @@ pub fn load(dir: &Path, key: &str) -> Option<FileIndex> {
 /// Keeps `idx` under `key` (best effort: a store that cannot be written is
 /// skipped, the index is still used from memory).
 pub fn save(dir: &Path, key: &str, idx: &FileIndex) {
-    static SEQ: AtomicU64 = AtomicU64::new(0);
-    if fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).is_err() {
-        return;
-    }
-    if !fs::metadata(dir).is_ok_and(|m| m.is_dir() && private(&m)) {
-        return;
-    }
-    let tmp = dir.join(format!(".{}.{}.{}.tmp", name_of(key), std::process::id(), SEQ.fetch_add(1, Ordering::Relaxed)));
-    let done = (|| -> std::io::Result<()> {
-        let mut f = fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp)?;
-        f.write_all(&encode(key, idx))?;
-        f.sync_all()?;
-        fs::rename(&tmp, dir.join(name_of(key)))
-    })();
-    if done.is_err() {
-        let _ = fs::remove_file(&tmp);
+    if private_dir(dir).is_ok_and(|m| is_private(&m)) {
+        let _ = write_atomic(&dir.join(name_of(key)), &encode(key, idx));
     }
 }
 
@@ -300,6 +264,7 @@ pub fn decode(bytes: &[u8]) -> Result<(String, FileIndex)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::MetadataExt;
 
     fn sample() -> FileIndex {
         let header = Arc::new(HeaderBlocks::default());

@@ -404,7 +404,7 @@ fn run_image(
 /// The key of a native plugin op's draws: the sample's, with a stream per
 /// (slot, op name).
 fn native_key(key: SampleKey, name: &str) -> CallKey {
-    let named = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3));
+    let named = dataio_abi::host::fnv1a(name.as_bytes());
     CallKey {
         seed: Some(key.seed),
         epoch: key.epoch,

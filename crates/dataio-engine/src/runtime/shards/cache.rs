@@ -50,7 +50,7 @@ use crate::base::error::{Error, Result};
 use bytes::Bytes;
 use std::fs::{File, Metadata, OpenOptions, Permissions, TryLockError};
 use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -116,12 +116,7 @@ fn names(path: &Path, meta: &Metadata) -> bool {
     std::fs::metadata(path).is_ok_and(|now| now.ino() == meta.ino() && now.dev() == meta.dev())
 }
 
-/// The effective uid, whose files the cache and the index store trust.
-pub(crate) fn euid() -> u32 {
-    // SAFETY: geteuid has no preconditions, touches no memory of ours and
-    // cannot fail.
-    unsafe { libc::geteuid() }
-}
+pub(crate) use dataio_abi::host::euid;
 
 /// "uid N (name)", or "uid N" when the passwd database has no name for it.
 /// Only error messages ask, so the lookup's cost does not matter.
@@ -183,11 +178,10 @@ pub(crate) fn check_private(path: &Path, meta: &Metadata, what: &str) -> Result<
 /// (0700), or, when it exists, checks it with [`check_private`]: a
 /// directory the user already has is never `chmod`ed behind their back.
 pub(crate) fn private_dir(dir: &Path, what: &str) -> Result<()> {
-    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(|e| io(dir, e))?;
-    let meta = std::fs::metadata(dir).map_err(|e| io(dir, e))?;
-    if !meta.is_dir() {
-        return Err(Error::NotADirectory { uri: dir.display().to_string() });
-    }
+    let meta = dataio_abi::host::private_dir(dir).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotADirectory => Error::NotADirectory { uri: dir.display().to_string() },
+        _ => io(dir, e),
+    })?;
     check_private(dir, &meta, what)
 }
 

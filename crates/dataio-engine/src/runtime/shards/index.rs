@@ -248,13 +248,7 @@ impl IndexStore {
 
 /// Writes `data` to `path` through a temporary file in the same directory.
 pub fn write_atomic(path: &Path, data: &[u8]) -> Result<()> {
-    use std::io::Write;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(|e| Error::from_io(dir.display().to_string(), e))?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| Error::from_io(dir.display().to_string(), e))?;
-    tmp.write_all(data).map_err(|e| Error::from_io(path.display().to_string(), e))?;
-    tmp.persist(path).map_err(|e| Error::from_io(path.display().to_string(), e.error))?;
-    Ok(())
+    dataio_abi::host::write_atomic(path, data).map_err(|e| Error::from_io(path.display().to_string(), e))
 }
 
 #[cfg(test)]
