@@ -191,3 +191,40 @@ def test_globs_over_http_are_an_error_and_brace_ranges_work(nginx: Nginx, tmp_pa
     braced = dataio.tar_records(nginx.url(f"train-{{0..{TAR_SHARDS - 1}}}.tar", tls=False), cache_dir=tmp_path / "c",
                                 index_dir=tmp_path / "i")
     assert len(braced) == TAR_SHARDS * SAMPLES_PER_SHARD
+
+
+def test_a_shard_that_changes_on_the_server_is_a_typed_error_naming_it(nginx: Nginx, site: Path, tmp_path: Path,
+                                                                       allow_loopback: None) -> None:
+    """ETag and Last-Modified are a remote shard's version: a shard replaced
+    after the source was opened is refused when the epoch reaches it, never
+    read as the data the index describes."""
+    import io
+    import os
+    import tarfile
+
+    from dataio.errors import CorruptDataError
+
+    folder = site / "changing"
+    folder.mkdir(exist_ok=True)
+
+    def shard(path: Path, fill: int, n: int) -> None:
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT) as t:
+            for i in range(n):
+                info = tarfile.TarInfo(f"{path.stem}-{i:03d}.bin")
+                info.size = 64
+                t.addfile(info, io.BytesIO(bytes([fill]) * 64))
+        path.write_bytes(buf.getvalue())
+
+    for s in range(2):
+        shard(folder / f"c-{s}.tar", s, 5)
+    records = dataio.tar_records(nginx.url("changing/c-{0..1}.tar", tls=True), cache_dir=tmp_path / "c",
+                                 index_dir=tmp_path / "i")
+    assert len(records) == 10
+    shard(folder / "c-1.tar", 9, 5)  # replaced on the server: same size, new bytes and time
+    st = (folder / "c-1.tar").stat()
+    os.utime(folder / "c-1.tar", (st.st_atime, st.st_mtime + 5))
+    pipe = dataio.pipeline(dataio.slot("bin").decode_bytes(), dataio.batch(5))
+    with pytest.raises(CorruptDataError, match="changed since it was indexed") as info:
+        list(pipe.bind(records).run("numpy"))
+    assert "changing/c-1.tar" in str(info.value)
