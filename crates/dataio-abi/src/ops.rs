@@ -28,6 +28,9 @@ use crate::{status, AbiError, Str};
 use std::ffi::{c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+mod v2;
+pub use v2::*;
+
 pub const OP_ABI_VERSION: u32 = 1;
 pub const OP_CAPSULE_NAME: &CStr = c"dataio.op.v1";
 
@@ -326,33 +329,52 @@ struct Exported<T: ExportOp> {
 }
 
 /// The capsule factory of a plugin's native module: a `#[pyfunction]`
-/// `op(name)` that returns a fresh `dataio.op.v1` capsule of the op
-/// registered under `name` (the plugin's Python side passes it to
-/// `register(...)`; dataio adopts it). The plugin crate depends on `pyo3`
-/// (the expansion names it); add the function to the module with
-/// `m.add_function(wrap_pyfunction!(op, m)?)`.
+/// `ops()` returning a fresh `dataio.op.v2` capsule of each listed op, in
+/// order ([`v2::Op`]: each op's name, doc and parameters live in its
+/// declaration and nowhere else). `dataio.plugins.NativeOpsPlugin(module)`
+/// registers them all. The plugin crate depends on `pyo3` (the expansion
+/// names it); add the function with `m.add_function(wrap_pyfunction!(ops, m)?)`.
+/// A capsule nobody adopted releases its table when Python frees it.
 ///
 /// ```ignore
-/// dataio_abi::export_ops!("dataio-video": "decode_video" => DecodeVideo, "video_info" => VideoInfo);
+/// dataio_abi::export_ops!(DecodeVideo, DecodeAudio, VideoInfo);
 /// ```
 #[macro_export]
 macro_rules! export_ops {
-    ($plugin:literal: $($name:literal => $op:expr),+ $(,)?) => {
-        /// A fresh capsule holding the table of op `name`; dataio adopts it.
+    ($($op:expr),+ $(,)?) => {
+        /// Fresh capsules of this module's native ops (their dataio.op.v2 tables), in declared order.
         #[pyo3::pyfunction]
-        fn op(py: pyo3::Python<'_>, name: &str) -> pyo3::PyResult<pyo3::Py<pyo3::PyAny>> {
-            let table = match name {
-                $($name => $crate::ops::export_op($op),)+
-                other => {
-                    return Err(pyo3::exceptions::PyValueError::new_err(format!("{} has no op {other:?}", $plugin)))
+        fn ops(py: pyo3::Python<'_>) -> pyo3::PyResult<Vec<pyo3::Py<pyo3::PyAny>>> {
+            unsafe extern "C" fn release_unadopted(cap: *mut pyo3::ffi::PyObject) {
+                // SAFETY: called by Python on a capsule this factory made; a
+                // null context means the core never adopted the table.
+                unsafe {
+                    if pyo3::ffi::PyCapsule_GetContext(cap).is_null() {
+                        let t = pyo3::ffi::PyCapsule_GetPointer(cap, $crate::ops::OP_V2_CAPSULE_NAME.as_ptr())
+                            as *mut $crate::ops::OpV2;
+                        if !t.is_null() {
+                            ((*t).release)((*t).ctx, t);
+                        }
+                    }
                 }
-            };
-            // SAFETY: the name is a static C string; the table's ownership
-            // passes to whoever adopts the capsule (dataio, once).
-            unsafe {
-                let cap = pyo3::ffi::PyCapsule_New(table.cast(), $crate::ops::OP_CAPSULE_NAME.as_ptr(), None);
-                Ok(pyo3::Bound::from_owned_ptr_or_err(py, cap)?.unbind())
             }
+            let tables = [$($crate::ops::export_op_v2($op)),+];
+            tables
+                .into_iter()
+                .map(|table| {
+                    // SAFETY: the name is a static C string; the table's
+                    // ownership passes to whoever adopts the capsule (dataio,
+                    // once), else back to the destructor.
+                    unsafe {
+                        let cap = pyo3::ffi::PyCapsule_New(
+                            table.cast(),
+                            $crate::ops::OP_V2_CAPSULE_NAME.as_ptr(),
+                            Some(release_unadopted),
+                        );
+                        Ok(pyo3::Bound::from_owned_ptr_or_err(py, cap)?.unbind())
+                    }
+                })
+                .collect()
         }
     };
 }

@@ -2,31 +2,20 @@
 //!
 //! * `tokenize` — a text value (a string field, or UTF-8 bytes) to token
 //!   ids, int64 (or int32) `[L]`, with a Hugging Face `tokenizer.json`
-//!   loaded once per process from any URI and shared by the pool.
+//!   loaded once per process from any URI (read through the host, by the
+//!   engine's backends, when a plan is prepared) and shared by the pool.
 //!
 //! Ids are those of the `tokenizers` Python package for the same file and
 //! text: the same crate does the work (with Oniguruma, as that package).
 
-use dataio_abi::ops::{flags, kind, Call, ExportOp, Output};
+use dataio_abi::ops::{flags, kind, Call, Host, Op, Output};
 use dataio_abi::{status, AbiError};
-use serde_json::{Map, Value as Json};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value as Json;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
-
-/// Reads the bytes of a URI for the loader of tokenizer files (the plugin
-/// shell installs one that reads through dataio's backends).
-pub type Fetch = dyn Fn(&str) -> Result<Vec<u8>, String> + Send + Sync;
-
-fn fetcher() -> &'static RwLock<Option<Arc<Fetch>>> {
-    static F: OnceLock<RwLock<Option<Arc<Fetch>>>> = OnceLock::new();
-    F.get_or_init(|| RwLock::new(None))
-}
-
-/// Installs the function that reads tokenizer files by URI.
-pub fn set_fetcher(f: Arc<Fetch>) {
-    *fetcher().write().unwrap() = Some(f);
-}
 
 /// The largest tokenizer file loaded.
 pub const MAX_TOKENIZER_BYTES: usize = 1 << 30;
@@ -93,98 +82,102 @@ pub fn clear() {
     cache().lock().unwrap().clear();
 }
 
-fn base(uri: &str) -> Result<Arc<Tokenizer>, String> {
+/// The tokenizer file at `uri`, loaded once per process (read through `fetch`).
+fn base(uri: &str, fetch: impl FnOnce(&str) -> Result<Vec<u8>, String>) -> Result<Arc<Tokenizer>, String> {
     once(uri, || {
-        let fetch = fetcher().read().unwrap().clone().ok_or_else(|| format!("{uri}: no reader for tokenizer files"))?;
         let bytes = fetch(uri)?;
         load(&bytes, uri).map(Arc::new)
     })
 }
 
-/// How one call tokenizes.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Config {
+/// `padding=`: pad every row to max_length.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Padding {
+    MaxLength,
+}
+
+/// `dtype=` of the ids.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum IdType {
+    #[default]
+    Int64,
+    Int32,
+}
+
+/// The parameters of `tokenize`, parsed once per plan; `prepare` loads the
+/// tokenizer they name.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct TokenizeParams {
+    /// The URI of a Hugging Face tokenizer.json (any scheme dataio reads), or a tokenizers.Tokenizer.
     pub tokenizer: String,
-    pub max_length: Option<usize>,
+    /// Truncate (and, with padding, pad) to this many tokens.
+    #[schemars(range(min = 1))]
+    pub max_length: Option<u64>,
+    /// Truncate to max_length.
     pub truncation: bool,
-    pub pad_to_max_length: bool,
+    /// "max_length" pads every row to max_length with the file's pad token.
+    pub padding: Option<Padding>,
+    /// Add the tokenizer's special tokens (BOS/EOS, CLS/SEP).
     pub add_special_tokens: bool,
-    pub int32: bool,
-    pub max_chars: usize,
+    /// The ids' dtype.
+    pub dtype: IdType,
+    /// A longer text fails the row.
+    #[schemars(range(min = 1))]
+    pub max_chars: u64,
+    #[serde(skip)]
+    #[schemars(skip)]
+    tok: OnceLock<Arc<Tokenizer>>,
+}
+
+impl Default for TokenizeParams {
+    fn default() -> Self {
+        TokenizeParams {
+            tokenizer: String::new(),
+            max_length: None,
+            truncation: true,
+            padding: None,
+            add_special_tokens: true,
+            dtype: IdType::Int64,
+            max_chars: 1 << 22,
+            tok: OnceLock::new(),
+        }
+    }
 }
 
 fn invalid(m: impl Into<String>) -> AbiError {
     AbiError::new(status::INVALID_ARGUMENT, m)
 }
 
-impl Config {
-    pub fn parse(params: &str) -> Result<Config, AbiError> {
-        let m: Map<String, Json> = match serde_json::from_str(params) {
-            Ok(Json::Object(m)) => m,
-            _ => return Err(invalid("params must be a JSON object")),
-        };
-        let get = |k: &str| m.get(k).filter(|v| !v.is_null());
-        let tokenizer = match get("tokenizer") {
-            Some(Json::String(s)) if !s.is_empty() => s.clone(),
-            _ => return Err(invalid("tokenize needs tokenizer=<the URI of a tokenizer.json>")),
-        };
-        let int = |k: &str| -> Result<Option<usize>, AbiError> {
-            match get(k) {
-                None => Ok(None),
-                Some(v) => v
-                    .as_u64()
-                    .filter(|&n| n > 0)
-                    .map(|n| Some(n as usize))
-                    .ok_or_else(|| invalid(format!("{k} must be a positive integer, got {v}"))),
-            }
-        };
-        let flag = |k: &str, default: bool| -> Result<bool, AbiError> {
-            match get(k) {
-                None => Ok(default),
-                Some(Json::Bool(b)) => Ok(*b),
-                Some(v) => Err(invalid(format!("{k} must be true or false, got {v}"))),
-            }
-        };
-        let pad_to_max_length = match get("padding") {
-            None => false,
-            Some(Json::String(s)) if s == "max_length" => true,
-            Some(v) => return Err(invalid(format!("padding must be None or \"max_length\", got {v}"))),
-        };
-        let int32 = match get("dtype") {
-            None => false,
-            Some(Json::String(s)) if s == "int64" => false,
-            Some(Json::String(s)) if s == "int32" => true,
-            Some(v) => return Err(invalid(format!("dtype must be \"int64\" or \"int32\", got {v}"))),
-        };
-        let max_length = int("max_length")?;
-        if pad_to_max_length && max_length.is_none() {
+impl TokenizeParams {
+    /// The tokenizer with these truncation and padding settings, made once
+    /// per process (the file read through `fetch` the first time).
+    pub fn configured(&self, fetch: impl FnOnce(&str) -> Result<Vec<u8>, String>) -> Result<Arc<Tokenizer>, AbiError> {
+        if self.tokenizer.is_empty() {
+            return Err(invalid("tokenize needs tokenizer=<the URI of a tokenizer.json>"));
+        }
+        let pad = self.padding == Some(Padding::MaxLength);
+        if self.max_length == Some(0) || self.max_chars == 0 {
+            return Err(invalid("max_length and max_chars must be positive"));
+        }
+        if pad && self.max_length.is_none() {
             return Err(invalid("padding=\"max_length\" needs max_length"));
         }
-        Ok(Config {
-            tokenizer,
-            max_length,
-            truncation: flag("truncation", true)?,
-            pad_to_max_length,
-            add_special_tokens: flag("add_special_tokens", true)?,
-            int32,
-            max_chars: int("max_chars")?.unwrap_or(1 << 22),
-        })
-    }
-
-    /// The tokenizer with this call's truncation and padding, made once.
-    pub fn tokenizer(&self) -> Result<Arc<Tokenizer>, AbiError> {
-        let plain = || base(&self.tokenizer);
-        let (Some(n), true) = (self.max_length, self.truncation || self.pad_to_max_length) else {
-            return plain().map_err(invalid);
+        let uri = self.tokenizer.as_str();
+        let plain = base(uri, fetch).map_err(invalid)?;
+        let (Some(n), true) = (self.max_length.map(|n| n as usize), self.truncation || pad) else {
+            return Ok(plain);
         };
-        let key = format!("{}\u{0}{n}\u{0}{}\u{0}{}", self.tokenizer, self.truncation, self.pad_to_max_length);
+        let key = format!("{uri}\u{0}{n}\u{0}{}\u{0}{pad}", self.truncation);
         once(&key, || {
-            let mut t = (*plain()?).clone();
+            let mut t = (*plain).clone();
             if self.truncation {
                 t.with_truncation(Some(TruncationParams { max_length: n, ..Default::default() }))
-                    .map_err(|e| format!("{}: truncation to {n}: {e}", self.tokenizer))?;
+                    .map_err(|e| format!("{uri}: truncation to {n}: {e}"))?;
             }
-            if self.pad_to_max_length {
+            if pad {
                 // The file's own padding token and id when it names them.
                 let mut p = t.get_padding().cloned().unwrap_or_default();
                 p.strategy = PaddingStrategy::Fixed(n);
@@ -196,63 +189,47 @@ impl Config {
     }
 }
 
-type Prepared = Arc<(Config, Arc<Tokenizer>)>;
-
-/// A call's configuration and tokenizer by its parameters, kept per pool
-/// thread: parsing the parameters and finding the tokenizer cost as much as
-/// encoding a short caption.
-fn prepared(params: &str) -> Result<Prepared, AbiError> {
-    thread_local! {
-        static KNOWN: std::cell::RefCell<HashMap<String, Prepared>> = std::cell::RefCell::new(HashMap::new());
-    }
-    if let Some(p) = KNOWN.with(|k| k.borrow().get(params).cloned()) {
-        return Ok(p);
-    }
-    let cfg = Config::parse(params)?;
-    let tok = cfg.tokenizer()?;
-    let p = Arc::new((cfg, tok));
-    KNOWN.with(|k| {
-        let mut k = k.borrow_mut();
-        if k.len() >= 64 {
-            k.clear();
-        }
-        k.insert(params.to_string(), p.clone());
-    });
-    Ok(p)
-}
-
 /// `tokenize`: text to ids.
 pub struct Tokenize;
 
-impl ExportOp for Tokenize {
-    fn name(&self) -> &str {
-        "tokenize"
+impl Op for Tokenize {
+    const NAME: &'static str = "tokenize";
+    const DOC: &'static str = "Text (a string field, or UTF-8 bytes) to token ids, int64 [L] (int32 with \
+        dtype='int32'), with the Hugging Face tokenizer.json at tokenizer= (any URI, or a tokenizers.Tokenizer; \
+        loaded once per process); max_length truncates, padding='max_length' pads to it.";
+    const KIND: u32 = kind::DECODE;
+    const FLAGS: u32 = flags::TEXT_INPUT;
+    const PREPARE_HOOK: &'static str = "dataio_text.plugin:prepare";
+    const OUTPUT_NDIM: i32 = 1;
+    type Params = TokenizeParams;
+
+    fn prepare(&self, p: &TokenizeParams, host: &Host<'_>) -> Result<(), AbiError> {
+        let tok = p.configured(|uri| {
+            host.fetch(uri).map_err(|e| format!("{uri}: reading the tokenizer file failed: {}", e.message))
+        })?;
+        let _ = p.tok.set(tok);
+        Ok(())
     }
-    fn kind(&self) -> u32 {
-        kind::DECODE
-    }
-    fn flags(&self) -> u32 {
-        flags::TEXT_INPUT
-    }
-    fn run(&self, call: &Call<'_>, out: &mut Output<'_>) -> Result<(), AbiError> {
-        let p = prepared(call.params)?;
-        let (cfg, tok) = (&p.0, &p.1);
+
+    fn run(&self, p: &TokenizeParams, call: &Call<'_>, out: &mut Output<'_>) -> Result<(), AbiError> {
+        let tok = p.tok.get().ok_or_else(|| invalid("tokenize ran before its tokenizer was loaded"))?;
         let text = std::str::from_utf8(call.data).map_err(|e| {
             AbiError::new(status::CORRUPT, format!("the text is not UTF-8 (invalid byte at {})", e.valid_up_to()))
         })?;
-        if text.len() > cfg.max_chars && text.chars().count() > cfg.max_chars {
+        let max_chars = p.max_chars as usize;
+        if text.len() > max_chars && text.chars().count() > max_chars {
             return Err(AbiError::new(
                 status::CORRUPT,
-                format!("a text of {} characters is over max_chars={}", text.chars().count(), cfg.max_chars),
+                format!("a text of {} characters is over max_chars={max_chars}", text.chars().count()),
             ));
         }
         // encode_fast: the same ids without the character offsets (which
         // the op does not return).
         let enc = tok
-            .encode_fast(text, cfg.add_special_tokens)
+            .encode_fast(text, p.add_special_tokens)
             .map_err(|e| AbiError::new(status::CORRUPT, format!("tokenizing failed: {e}")))?;
         let ids = enc.get_ids();
-        if cfg.int32 {
+        if p.dtype == IdType::Int32 {
             let dst = out.alloc("int32", &[ids.len() as u64])?;
             for (d, &i) in dst.chunks_exact_mut(4).zip(ids) {
                 d.copy_from_slice(&(i as i32).to_ne_bytes());

@@ -5,8 +5,10 @@ use crate::clip::{self, ClipSpec, Pad, Start, DEFAULT_MAX_PIXELS};
 use crate::index::{self, FileIndex};
 use crate::media::Source;
 use crate::{Error, Result};
-use dataio_abi::ops::{flags, kind, Call, ExportOp, Key, Output, Reader};
+use dataio_abi::ops::{flags, kind, Call, Host, Key, NoParams, Op, Output, Reader};
 use dataio_abi::AbiError;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{json, Map, Value as Json};
 
 /// The input of a call as a [`Source`]: the core's ranged reader.
@@ -21,109 +23,237 @@ impl Source for ReaderSource<'_, '_> {
     }
 }
 
-/// The parameters of a call, checked.
-pub struct Params(Map<String, Json>);
+/// Where a clip starts when no start is given.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ClipAt {
+    #[default]
+    Random,
+    Start,
+    Center,
+}
 
-impl Params {
-    pub fn parse(text: &str) -> Result<Params> {
-        match serde_json::from_str(text) {
-            Ok(Json::Object(m)) => Ok(Params(m)),
-            Ok(other) => Err(Error::invalid(format!("params must be an object, got {other}"))),
-            Err(e) => Err(Error::invalid(format!("params: {e}"))),
-        }
+/// What a clip running past the last frame does.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PadMode {
+    #[default]
+    RepeatLast,
+    Error,
+}
+
+/// `audio=`: true, or the options of the `<slot>_audio` slot it adds.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum AudioOption {
+    On(bool),
+    Options(Map<String, Json>),
+}
+
+impl Default for AudioOption {
+    fn default() -> Self {
+        AudioOption::On(false)
     }
-    fn get(&self, name: &str) -> Option<&Json> {
-        self.0.get(name).filter(|v| !v.is_null())
-    }
-    pub fn int(&self, name: &str, default: Option<i64>, min: i64) -> Result<Option<i64>> {
-        match self.get(name) {
-            None => Ok(default),
-            Some(v) => match v.as_i64() {
-                Some(i) if i >= min => Ok(Some(i)),
-                _ => Err(Error::invalid(format!("{name} must be an integer >= {min}, got {v}"))),
-            },
-        }
-    }
-    pub fn float(&self, name: &str) -> Result<Option<f64>> {
-        match self.get(name) {
-            None => Ok(None),
-            Some(v) => match v.as_f64() {
-                Some(f) if f.is_finite() && f >= 0.0 => Ok(Some(f)),
-                _ => Err(Error::invalid(format!("{name} must be a number >= 0, got {v}"))),
-            },
-        }
-    }
-    pub fn bool(&self, name: &str) -> Result<bool> {
-        match self.get(name) {
-            None => Ok(false),
-            Some(Json::Bool(b)) => Ok(*b),
-            Some(v) => Err(Error::invalid(format!("{name} must be true or false, got {v}"))),
-        }
-    }
-    pub fn choice<'a>(&self, name: &str, choices: &[&'a str]) -> Result<&'a str> {
-        match self.get(name) {
-            None => Ok(choices[0]),
-            Some(Json::String(s)) => choices
-                .iter()
-                .find(|c| **c == s)
-                .copied()
-                .ok_or_else(|| Error::invalid(format!("{name} must be one of {choices:?}, got {s:?}"))),
-            Some(v) => Err(Error::invalid(format!("{name} must be one of {choices:?}, got {v}"))),
+}
+
+/// The parameters of `decode_video`, parsed once per plan.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct VideoParams {
+    /// Frames in a clip.
+    #[schemars(range(min = 1))]
+    pub num_frames: u64,
+    /// Take every stride-th frame.
+    #[schemars(range(min = 1))]
+    pub stride: u64,
+    /// Resample the clip to this many frames per second, by timestamps (instead of stride).
+    #[schemars(range(min = 0))]
+    pub fps: Option<f64>,
+    /// Where the clip starts when start_frame/start_time are unset: a keyed random start, the first frame, or centered.
+    pub clip: ClipAt,
+    /// The clip's first frame.
+    pub start_frame: Option<u64>,
+    /// The clip's start, in seconds.
+    #[schemars(range(min = 0))]
+    pub start_time: Option<f64>,
+    /// A clip running past the end repeats the last frame, or fails the row.
+    pub pad: PadMode,
+    /// Also decode the clip's audio into the slot <slot>_audio (true, or {"sample_rate": ..., "mono": ..., "max_samples": ...}).
+    pub audio: AudioOption,
+    /// Frames with more pixels than this fail the row.
+    #[schemars(range(min = 1))]
+    pub max_pixels: u64,
+    /// The longest clip allowed.
+    #[schemars(range(min = 1))]
+    pub max_frames: u64,
+    /// Set by the pipeline: the slot whose keyed stream places the clip (shared with its audio).
+    pub pair: Option<String>,
+}
+
+impl Default for VideoParams {
+    fn default() -> Self {
+        VideoParams {
+            num_frames: 16,
+            stride: 1,
+            fps: None,
+            clip: ClipAt::Random,
+            start_frame: None,
+            start_time: None,
+            pad: PadMode::RepeatLast,
+            audio: AudioOption::On(false),
+            max_pixels: DEFAULT_MAX_PIXELS,
+            max_frames: 1024,
+            pair: None,
         }
     }
 }
 
-/// The clip a call's parameters ask for.
-pub fn clip_spec(p: &Params) -> Result<(ClipSpec, u64, u64)> {
-    let num_frames = p.int("num_frames", Some(16), 1)?.unwrap() as usize;
-    let max_frames = p.int("max_frames", Some(1024), 1)?.unwrap();
-    if num_frames as i64 > max_frames {
-        return Err(Error::invalid(format!("num_frames={num_frames} is over max_frames={max_frames}")));
+fn finite(name: &str, v: Option<f64>) -> Result<Option<f64>> {
+    match v {
+        Some(f) if !f.is_finite() || f < 0.0 => Err(Error::invalid(format!("{name} must be a number >= 0, got {f}"))),
+        _ => Ok(v),
     }
-    let stride = p.int("stride", Some(1), 1)?.unwrap() as usize;
-    let fps = p.float("fps")?;
-    if fps == Some(0.0) {
-        return Err(Error::invalid("fps must be > 0"));
+}
+
+impl VideoParams {
+    /// The clip these parameters ask for.
+    pub fn clip_spec(&self) -> Result<ClipSpec> {
+        if self.num_frames == 0 || self.stride == 0 || self.max_frames == 0 || self.max_pixels == 0 {
+            return Err(Error::invalid("num_frames, stride, max_frames and max_pixels must be >= 1"));
+        }
+        if self.num_frames > self.max_frames {
+            return Err(Error::invalid(format!(
+                "num_frames={} is over max_frames={}",
+                self.num_frames, self.max_frames
+            )));
+        }
+        let fps = finite("fps", self.fps)?;
+        if fps == Some(0.0) {
+            return Err(Error::invalid("fps must be > 0"));
+        }
+        if fps.is_some() && self.stride != 1 {
+            return Err(Error::invalid("give stride or fps, not both (fps resamples by timestamps)"));
+        }
+        let start = match (self.start_frame, finite("start_time", self.start_time)?) {
+            (Some(_), Some(_)) => return Err(Error::invalid("give start_frame or start_time, not both")),
+            (Some(f), None) => Start::Frame(f),
+            (None, Some(t)) => Start::Time(t),
+            (None, None) => match self.clip {
+                ClipAt::Start => Start::First,
+                ClipAt::Center => Start::Center,
+                ClipAt::Random => Start::Random,
+            },
+        };
+        let pad = match self.pad {
+            PadMode::Error => Pad::Error,
+            PadMode::RepeatLast => Pad::RepeatLast,
+        };
+        Ok(ClipSpec { num_frames: self.num_frames as usize, stride: self.stride as usize, fps, start, pad })
     }
-    if fps.is_some() && stride != 1 {
-        return Err(Error::invalid("give stride or fps, not both (fps resamples by timestamps)"));
+}
+
+/// `offset=`: seconds, or "random".
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum OffsetParam {
+    Seconds(f64),
+    Named(String),
+}
+
+/// The parameters of `decode_audio`, parsed once per plan.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct AudioParams {
+    /// Resample to this rate in Hz (the file's own when unset).
+    #[schemars(range(min = 1, max = 768000))]
+    pub sample_rate: Option<u32>,
+    /// Downmix to one channel.
+    pub mono: bool,
+    /// Seconds to read (to the end when unset).
+    #[schemars(range(min = 0))]
+    pub duration: Option<f64>,
+    /// Where the window starts: seconds, or "random" (a keyed draw).
+    pub offset: OffsetParam,
+    /// The most samples (all channels) one window may hold.
+    #[schemars(range(min = 1))]
+    pub max_samples: u64,
+    /// A window the audio ends inside is zero-padded to duration (false, as a pipeline sets it: cut, and the batch padded).
+    pub pad: bool,
+    /// Set by the pipeline: the clip of the paired decode_video slot.
+    pub video_clip: Option<VideoParams>,
+    /// Set by the pipeline: the paired clip's start_frame.
+    pub clip_start_frame: Option<u64>,
+    /// Set by the pipeline: the paired clip's start_time.
+    pub clip_start_time: Option<f64>,
+    /// Set by the pipeline: the slot whose keyed stream places the clip.
+    pub pair: Option<String>,
+}
+
+impl Default for AudioParams {
+    fn default() -> Self {
+        AudioParams {
+            sample_rate: None,
+            mono: false,
+            duration: None,
+            offset: OffsetParam::Seconds(0.0),
+            max_samples: audio::DEFAULT_MAX_SAMPLES,
+            pad: true,
+            video_clip: None,
+            clip_start_frame: None,
+            clip_start_time: None,
+            pair: None,
+        }
     }
-    let clip = p.choice("clip", &["random", "start", "center"])?;
-    let start = match (p.int("start_frame", None, 0)?, p.float("start_time")?) {
-        (Some(_), Some(_)) => return Err(Error::invalid("give start_frame or start_time, not both")),
-        (Some(f), None) => Start::Frame(f as u64),
-        (None, Some(t)) => Start::Time(t),
-        (None, None) => match clip {
-            "start" => Start::First,
-            "center" => Start::Center,
-            _ => Start::Random,
-        },
-    };
-    let pad = match p.choice("pad", &["repeat_last", "error"])? {
-        "error" => Pad::Error,
-        _ => Pad::RepeatLast,
-    };
-    if !matches!(p.get("audio"), None | Some(Json::Bool(false))) {
-        return Err(Error::invalid(
-            "audio= is expanded when the pipeline is built (dataio.pipeline adds the slot <slot>_audio, a decode_audio \
-             with video_clip=); a plan written by hand names that slot itself",
-        ));
+}
+
+impl AudioParams {
+    pub fn audio_spec(&self) -> Result<AudioSpec> {
+        if self.sample_rate == Some(0) || self.sample_rate.is_some_and(|r| r > 768_000) {
+            return Err(Error::invalid("sample_rate must be in 1..=768000"));
+        }
+        let offset = match &self.offset {
+            OffsetParam::Named(s) if s == "random" => Offset::Random,
+            OffsetParam::Named(s) => {
+                return Err(Error::invalid(format!("offset must be seconds or \"random\", got {s:?}")))
+            }
+            OffsetParam::Seconds(f) => Offset::At(finite("offset", Some(*f))?.unwrap_or(0.0)),
+        };
+        let duration = finite("duration", self.duration)?;
+        if duration == Some(0.0) {
+            return Err(Error::invalid("duration must be > 0"));
+        }
+        if self.max_samples == 0 {
+            return Err(Error::invalid("max_samples must be >= 1"));
+        }
+        Ok(AudioSpec {
+            sample_rate: self.sample_rate,
+            mono: self.mono,
+            duration,
+            offset,
+            max_samples: self.max_samples,
+            pad: self.pad,
+        })
     }
-    let max_pixels = p.int("max_pixels", Some(DEFAULT_MAX_PIXELS as i64), 1)?.unwrap() as u64;
-    Ok((ClipSpec { num_frames, stride, fps, start, pad }, max_pixels, max_frames as u64))
+
+    /// The clip of a paired decode_video (`video_clip`, `clip_start_*`), if any.
+    fn paired_clip(&self) -> Result<Option<ClipSpec>> {
+        let Some(v) = &self.video_clip else { return Ok(None) };
+        let mut v = v.clone();
+        if self.clip_start_frame.is_some() || self.clip_start_time.is_some() {
+            v.start_frame = self.clip_start_frame;
+            v.start_time = self.clip_start_time;
+        }
+        Ok(Some(v.clip_spec()?))
+    }
 }
 
 /// The keyed draw that places a clip: from the call's own stream, or, for
 /// a `pair` (decode_video and the decode_audio that audio=True adds), from
 /// one stream both compute, so the audio window is the clip's.
-fn clip_draw(call: &Call<'_>, p: &Params) -> Result<u64> {
-    match p.get("pair") {
-        None => Ok(call.key.draw(0)),
-        Some(Json::String(pair)) => {
-            let stream = dataio_abi::host::fnv1a(pair.as_bytes());
-            Ok(Key { stream, ..call.key }.draw(0))
-        }
-        Some(v) => Err(Error::invalid(format!("pair must be a slot name, got {v}"))),
+fn clip_draw(call: &Call<'_>, pair: Option<&str>) -> u64 {
+    match pair {
+        None => call.key.draw(0),
+        Some(pair) => Key { stream: dataio_abi::host::fnv1a(pair.as_bytes()), ..call.key }.draw(0),
     }
 }
 
@@ -141,19 +271,33 @@ fn with_source<T>(call: &Call<'_>, f: impl FnOnce(&dyn Source) -> Result<T>) -> 
 /// `decode_video`: a frame-exact clip, uint8 `[T, H, W, 3]`.
 pub struct DecodeVideo;
 
-impl ExportOp for DecodeVideo {
-    fn name(&self) -> &str {
-        "decode_video"
+impl Op for DecodeVideo {
+    const NAME: &'static str = "decode_video";
+    const DOC: &'static str = "A frame-exact clip of num_frames frames (every stride-th, or resampled to fps), \
+        uint8 [T, H, W, 3]; clip='random'|'start'|'center' or start_frame/start_time; read by range, decoded \
+        from the keyframe before the clip; audio=True adds <slot>_audio.";
+    const KIND: u32 = kind::DECODE;
+    const FLAGS: u32 = flags::RANGED_INPUT;
+    const COMPANIONS_HOOK: &'static str = "dataio_video.plugin:video_companions";
+    const OUTPUT_DTYPE: &'static str = "uint8";
+    const OUTPUT_NDIM: i32 = 4;
+    type Params = VideoParams;
+
+    fn prepare(&self, p: &VideoParams, _: &Host<'_>) -> std::result::Result<(), AbiError> {
+        p.clip_spec()?;
+        if !matches!(p.audio, AudioOption::On(false)) {
+            return Err(Error::invalid(
+                "audio= is expanded when the pipeline is built (dataio.pipeline adds the slot <slot>_audio, a \
+                 decode_audio with video_clip=); a plan written by hand names that slot itself",
+            )
+            .into());
+        }
+        Ok(())
     }
-    fn kind(&self) -> u32 {
-        kind::DECODE
-    }
-    fn flags(&self) -> u32 {
-        flags::RANGED_INPUT
-    }
-    fn run(&self, call: &Call<'_>, out: &mut Output<'_>) -> std::result::Result<(), AbiError> {
-        let p = Params::parse(call.params)?;
-        let (spec, max_pixels, _) = clip_spec(&p)?;
+
+    fn run(&self, p: &VideoParams, call: &Call<'_>, out: &mut Output<'_>) -> std::result::Result<(), AbiError> {
+        let spec = p.clip_spec()?;
+        let max_pixels = p.max_pixels;
         let uri = if call.uri.is_empty() { "the input" } else { call.uri };
         with_source(call, |source| {
             let idx = index_for(call, source)?;
@@ -168,7 +312,7 @@ impl ExportOp for DecodeVideo {
             if h as u64 * w as u64 > max_pixels {
                 return Err(Error::invalid(format!("{uri}: {w}x{h} frames are over max_pixels={max_pixels}")));
             }
-            let which = clip::select(v, &spec, clip_draw(call, &p)?, uri)?;
+            let which = clip::select(v, &spec, clip_draw(call, p.pair.as_deref()), uri)?;
             let dst = out.alloc("uint8", &[which.len() as u64, h as u64, w as u64, 3])?;
             clip::decode(source, &idx, &which, (h, w), dst, uri)?;
             Ok(())
@@ -179,40 +323,6 @@ impl ExportOp for DecodeVideo {
 
 /// `decode_audio`: a window of the first audio stream, float32 `[C, N]`.
 pub struct DecodeAudio;
-
-pub fn audio_spec(p: &Params) -> Result<AudioSpec> {
-    let sample_rate = p.int("sample_rate", None, 1)?.map(|r| r as u32);
-    if sample_rate.is_some_and(|r| r > 768_000) {
-        return Err(Error::invalid("sample_rate must be at most 768000"));
-    }
-    let offset = match p.get("offset") {
-        Some(Json::String(s)) if s == "random" => Offset::Random,
-        Some(Json::String(s)) => {
-            return Err(Error::invalid(format!("offset must be seconds or \"random\", got {s:?}")))
-        }
-        _ => Offset::At(p.float("offset")?.unwrap_or(0.0)),
-    };
-    let duration = p.float("duration")?;
-    if duration == Some(0.0) {
-        return Err(Error::invalid("duration must be > 0"));
-    }
-    let max_samples = p.int("max_samples", Some(audio::DEFAULT_MAX_SAMPLES as i64), 1)?.unwrap() as u64;
-    let pad = !matches!(p.get("pad"), Some(Json::Bool(false)));
-    Ok(AudioSpec { sample_rate, mono: p.bool("mono")?, duration, offset, max_samples, pad })
-}
-
-/// The clip of a paired decode_video (`video_clip`, `clip_start_*`), if any.
-fn paired_clip(p: &Params) -> Result<Option<ClipSpec>> {
-    let Some(v) = p.get("video_clip") else { return Ok(None) };
-    let Json::Object(m) = v else { return Err(Error::invalid(format!("video_clip must be an object, got {v}"))) };
-    let mut m = m.clone();
-    for key in ["start_frame", "start_time"] {
-        if let Some(x) = p.get(&format!("clip_{key}")) {
-            m.insert(key.into(), x.clone());
-        }
-    }
-    Ok(Some(clip_spec(&Params(m))?.0))
-}
 
 /// The audio window of the clip `spec` draws in the file's video: from
 /// its first frame's time, for the clip's nominal span (`num_frames *
@@ -240,25 +350,32 @@ fn clip_window(idx: &FileIndex, spec: &ClipSpec, draw: u64, uri: &str) -> Result
     Ok((start, span))
 }
 
-impl ExportOp for DecodeAudio {
-    fn name(&self) -> &str {
-        "decode_audio"
+impl Op for DecodeAudio {
+    const NAME: &'static str = "decode_audio";
+    const DOC: &'static str = "duration seconds of the first audio stream from offset (seconds or 'random'), \
+        float32 [C, N], resampled to sample_rate, downmixed when mono; with duration, in a pipeline, a shorter \
+        window is zero-padded and <slot>_lengths holds each row's samples.";
+    const KIND: u32 = kind::DECODE;
+    const FLAGS: u32 = flags::RANGED_INPUT;
+    const COMPANIONS_HOOK: &'static str = "dataio_video.plugin:audio_companions";
+    const OUTPUT_DTYPE: &'static str = "float32";
+    const OUTPUT_NDIM: i32 = 2;
+    type Params = AudioParams;
+
+    fn prepare(&self, p: &AudioParams, _: &Host<'_>) -> std::result::Result<(), AbiError> {
+        p.audio_spec()?;
+        p.paired_clip()?;
+        Ok(())
     }
-    fn kind(&self) -> u32 {
-        kind::DECODE
-    }
-    fn flags(&self) -> u32 {
-        flags::RANGED_INPUT
-    }
-    fn run(&self, call: &Call<'_>, out: &mut Output<'_>) -> std::result::Result<(), AbiError> {
-        let p = Params::parse(call.params)?;
-        let mut spec = audio_spec(&p)?;
-        let paired = paired_clip(&p)?;
+
+    fn run(&self, p: &AudioParams, call: &Call<'_>, out: &mut Output<'_>) -> std::result::Result<(), AbiError> {
+        let mut spec = p.audio_spec()?;
+        let paired = p.paired_clip()?;
         let uri = if call.uri.is_empty() { "the input" } else { call.uri };
         with_source(call, |source| {
             let idx = index_for(call, source)?;
             if let Some(clip) = &paired {
-                let (start, span) = clip_window(&idx, clip, clip_draw(call, &p)?, uri)?;
+                let (start, span) = clip_window(&idx, clip, clip_draw(call, p.pair.as_deref()), uri)?;
                 spec.offset = Offset::Absolute(start);
                 spec.duration = Some(span);
             }
@@ -316,17 +433,16 @@ pub fn info_json(idx: &FileIndex) -> Json {
 /// `video_info`: the file's index as UTF-8 JSON bytes (uint8 `[n]`).
 pub struct VideoInfo;
 
-impl ExportOp for VideoInfo {
-    fn name(&self) -> &str {
-        "video_info"
-    }
-    fn kind(&self) -> u32 {
-        kind::DECODE
-    }
-    fn flags(&self) -> u32 {
-        flags::RANGED_INPUT
-    }
-    fn run(&self, call: &Call<'_>, out: &mut Output<'_>) -> std::result::Result<(), AbiError> {
+impl Op for VideoInfo {
+    const NAME: &'static str = "video_info";
+    const DOC: &'static str = "What a media file holds (the dataio.video_info verb), as UTF-8 JSON bytes.";
+    const KIND: u32 = kind::DECODE;
+    const FLAGS: u32 = flags::RANGED_INPUT;
+    const OUTPUT_DTYPE: &'static str = "uint8";
+    const OUTPUT_NDIM: i32 = 1;
+    type Params = NoParams;
+
+    fn run(&self, _: &NoParams, call: &Call<'_>, out: &mut Output<'_>) -> std::result::Result<(), AbiError> {
         let text = with_source(call, |source| Ok(info_json(&*index_for(call, source)?).to_string()))?;
         out.alloc("uint8", &[text.len() as u64])?.copy_from_slice(text.as_bytes());
         Ok(())

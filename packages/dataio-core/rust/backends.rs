@@ -317,10 +317,61 @@ pub fn backend_info(py: Python<'_>, uri: &str) -> PyResult<(String, Vec<&'static
 
 static OP_ADOPTED: u8 = 0;
 
-/// Adopts the op table in `capsule` (named `dataio.op.v1`) as native op
-/// `name` (`kind`: "decode" or "transform"): it then runs on the CPU pool
-/// without the GIL wherever a plan names it. A capsule is adopted once; its
-/// table belongs to the core from then on.
+/// The op table pointer in `capsule` and its ABI version (1 or 2, by the
+/// capsule's name).
+fn op_table_of(capsule: &Bound<'_, PyAny>, name: &str) -> PyResult<(*mut std::ffi::c_void, u32)> {
+    use dataio_abi::ops::{OP_CAPSULE_NAME, OP_V2_CAPSULE_NAME};
+    let capsule = capsule.cast::<PyCapsule>().map_err(|_| {
+        pyo3::exceptions::PyTypeError::new_err(format!(
+            "op {name}: a native op is a capsule named 'dataio.op.v2' (or 'dataio.op.v1')"
+        ))
+    })?;
+    // SAFETY: the capsule's name pointer is a NUL-terminated string owned by the live capsule.
+    let cname = capsule.name()?.map(|n| unsafe { n.as_cstr() }.to_string_lossy().into_owned()).unwrap_or_default();
+    let (cname_c, version) = if cname.as_bytes() == OP_V2_CAPSULE_NAME.to_bytes() {
+        (OP_V2_CAPSULE_NAME, 2)
+    } else if cname.as_bytes() == OP_CAPSULE_NAME.to_bytes() {
+        (OP_CAPSULE_NAME, 1)
+    } else {
+        return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "op {name}: the capsule is named {cname:?}; dataio expects \"dataio.op.v2\" (or \"dataio.op.v1\")"
+        )));
+    };
+    let adopted = &OP_ADOPTED as *const u8 as *mut std::ffi::c_void;
+    // SAFETY: reading the context pointer of a live capsule.
+    if unsafe { pyo3::ffi::PyCapsule_GetContext(capsule.as_ptr()) } == adopted {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "op {name}: this capsule was already registered once; make a new one per registration"
+        )));
+    }
+    Ok((capsule.pointer_checked(Some(cname_c))?.as_ptr(), version))
+}
+
+/// What the version 2 op table in `capsule` declares: `(name, kind, flags,
+/// doc, params JSON, hooks JSON, output JSON)`; the Python side registers the
+/// op from it (`dataio.plugins.NativeOpsPlugin`).
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+pub fn native_op_declaration(
+    py: Python<'_>,
+    capsule: &Bound<'_, PyAny>,
+) -> PyResult<(String, &'static str, u32, String, String, String, String)> {
+    let (table, version) = op_table_of(capsule, "?")?;
+    if version != 2 {
+        return Err(pyo3::exceptions::PyTypeError::new_err(
+            "a dataio.op.v1 capsule declares nothing: register it with its name, kind and params",
+        ));
+    }
+    // SAFETY: a dataio.op.v2 capsule holds an `OpV2*`, alive while the capsule is.
+    let d = unsafe { dataio_engine::runtime::native_ops::declaration(table.cast()) }.map_py(py)?;
+    let kind = if d.kind == dataio_abi::ops::kind::DECODE { "decode" } else { "transform" };
+    Ok((d.name, kind, d.flags, d.doc, d.params, d.hooks, d.output))
+}
+
+/// Adopts the op table in `capsule` (named `dataio.op.v2`, or `dataio.op.v1`)
+/// as native op `name` (`kind`: "decode" or "transform"): it then runs on
+/// the CPU pool without the GIL wherever a plan names it. A capsule is
+/// adopted once; its table belongs to the core from then on.
 #[pyfunction]
 pub fn register_native_op(py: Python<'_>, name: &str, capsule: &Bound<'_, PyAny>, kind: &str) -> PyResult<()> {
     let decode = match kind {
@@ -332,29 +383,25 @@ pub fn register_native_op(py: Python<'_>, name: &str, capsule: &Bound<'_, PyAny>
             )))
         }
     };
-    let capsule = capsule.cast::<PyCapsule>().map_err(|_| {
-        pyo3::exceptions::PyTypeError::new_err(format!("op {name}: a native op is a capsule named 'dataio.op.v1'"))
-    })?;
-    // SAFETY: the capsule's name pointer is a NUL-terminated string owned by the live capsule.
-    let cname = capsule.name()?.map(|n| unsafe { n.as_cstr() }.to_string_lossy().into_owned()).unwrap_or_default();
-    if cname.as_bytes() != dataio_abi::ops::OP_CAPSULE_NAME.to_bytes() {
-        return Err(pyo3::exceptions::PyTypeError::new_err(format!(
-            "op {name}: the capsule is named {cname:?}; dataio expects {:?}",
-            dataio_abi::ops::OP_CAPSULE_NAME
-        )));
+    let (table, version) = op_table_of(capsule, name)?;
+    if version == 2 {
+        // SAFETY: a dataio.op.v2 capsule holds an `OpV2*`, alive while the capsule is.
+        let d = unsafe { dataio_engine::runtime::native_ops::declaration(table.cast()) }.map_py(py)?;
+        if (d.kind == dataio_abi::ops::kind::DECODE) != decode {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "op {name}: registered as kind={kind:?} but its table declares the other kind"
+            )));
+        }
+        // SAFETY: ownership of the table passes to dataio (docs/plugins.md).
+        unsafe { dataio_engine::runtime::native_ops::register_v2(name, table.cast()) }.map_py(py)?;
+    } else {
+        // SAFETY: a capsule of this name holds an `OpV1*` whose ownership
+        // passes to dataio (docs/plugins.md); `register` checks the handshake.
+        unsafe { dataio_engine::runtime::native_ops::register(name, decode, table.cast()) }.map_py(py)?;
     }
     let adopted = &OP_ADOPTED as *const u8 as *mut std::ffi::c_void;
-    // SAFETY: reading the context pointer of a live capsule.
-    if unsafe { pyo3::ffi::PyCapsule_GetContext(capsule.as_ptr()) } == adopted {
-        return Err(pyo3::exceptions::PyValueError::new_err(format!(
-            "op {name}: this capsule was already registered once; make a new one per registration"
-        )));
-    }
-    let table = capsule.pointer_checked(Some(dataio_abi::ops::OP_CAPSULE_NAME))?.as_ptr() as *mut dataio_abi::ops::OpV1;
-    // SAFETY: a capsule of this name holds an `OpV1*` whose ownership passes
-    // to dataio (docs/plugins.md); `register` checks the handshake.
-    unsafe { dataio_engine::runtime::native_ops::register(name, decode, table) }.map_py(py)?;
-    // SAFETY: as above; marks the capsule so it cannot be adopted twice.
+    // SAFETY: marks the live capsule so it cannot be adopted twice (and so
+    // its destructor leaves the table to the core).
     unsafe { pyo3::ffi::PyCapsule_SetContext(capsule.as_ptr(), adopted) };
     Ok(())
 }

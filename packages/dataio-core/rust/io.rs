@@ -699,11 +699,12 @@ pub fn call_native_op<'py>(
     let key = CallKey { seed, epoch, index, stream: 0 };
     let t = py
         .detach(|| {
+            let prepared = op.prepare(&params)?;
             if op.reads_ranges() {
-                op.decode_ranged(None, &object, &params, key, uri)
+                prepared.decode_ranged(None, &object, key, uri)
             } else {
                 let data = pools::block_on(b_read_all(&object))?;
-                op.decode(&data, &params, key, uri)
+                prepared.decode(&data, key, uri)
             }
         })
         .map_py(py)?;

@@ -64,6 +64,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(backends::register_backend, m)?)?;
     m.add_function(wrap_pyfunction!(backends::unregister_backend, m)?)?;
     m.add_function(wrap_pyfunction!(backends::register_native_op, m)?)?;
+    m.add_function(wrap_pyfunction!(backends::native_op_declaration, m)?)?;
     m.add_function(wrap_pyfunction!(io::call_native_op, m)?)?;
     m.add_function(wrap_pyfunction!(backends::unregister_native_op, m)?)?;
     m.add_function(wrap_pyfunction!(backends::native_ops, m)?)?;

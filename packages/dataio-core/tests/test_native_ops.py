@@ -1,8 +1,9 @@
 """Native plugin ops through the op ABI (``dataio_abi::ops``): the test
 plugin ``dataio-nativeops`` (tests/plugins/dataio-nativeops, a pyo3 module
 built by ``nox -s tests``) registers a decoder (``decode_pgm``) and two
-transforms (``native_invert``, ``native_jitter``) as ``dataio.op.v1``
-capsules; the engine adopts the tables and runs them on its CPU pool
+transforms (``native_invert``, ``native_jitter``) as ``dataio.op.v2``
+capsules, each op declared once in Rust (``dataio.plugins.NativeOpsPlugin``
+registers them from their declarations); the engine adopts the tables and runs them on its CPU pool
 without the GIL, with the same keyed randomness, resume and error naming as
 its built-in ops."""
 
@@ -54,6 +55,29 @@ def test_the_plugin_registers_native_ops_that_every_listing_sees() -> None:
         assert name in _native.native_ops()
     listed = subprocess.run([sys.executable, "-m", "dataio"], capture_output=True, text=True, check=True).stdout
     assert "decode_pgm" in listed and "native_jitter" in listed, listed
+
+
+def capsule(name: str) -> Any:
+    """A fresh capsule of the test plugin's op ``name``."""
+    from dataio_nativeops import _native as plugin
+
+    return next(c for c in plugin.ops() if _native.native_op_declaration(c)[0] == name)
+
+
+def test_an_op_declared_once_in_rust_carries_its_doc_defaults_and_help_to_every_listing() -> None:
+    spec = list_ops()["decode_pgm"]
+    assert spec.description == "Binary PGM (P5, 8-bit) to uint8 [H, W, 1]."
+    p = spec.params["max_pixels"]
+    assert p.default == 1 << 24 and p.types == (int,) and "more pixels" in p.doc and not p.required, p
+    assert spec.output == {"dtype": "uint8", "ndim": 3}
+    assert list_ops()["native_invert"].params == {}
+    import inspect
+
+    assert str(inspect.signature(dataio.slot("img").decode_pgm)) == "(max_pixels: int = 16777216)"
+    text = dataio.pipeline(dataio.slot("img").decode_pgm(16).native_jitter(3), dataio.batch(4)).describe()
+    assert "max_pixels=16" in text and "amount=3" in text, text
+    listed = subprocess.run([sys.executable, "-m", "dataio", "ops"], capture_output=True, text=True).stdout
+    assert "max_pixels" in listed and str(1 << 24) in listed and "more pixels" in listed, listed
 
 
 def test_decode_and_transforms_run_natively_and_never_call_python(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -138,13 +162,23 @@ def test_a_transform_refusing_its_input_is_named() -> None:
 
 
 def test_parameters_are_checked_when_the_pipeline_is_written() -> None:
-    with pytest.raises(PlanError, match="amount"):
+    with pytest.raises(PlanError, match="amount must be int"):
         dataio.slot("img").decode_pgm().native_jitter(amount="lots")
     with pytest.raises(PlanError, match="strength"):
         dataio.slot("img").decode_pgm().native_jitter(strength=3)
-    # A value the type allows and the op refuses: the op's own message, at the row.
-    pipe = dataio.pipeline(dataio.slot("img").decode_pgm().native_jitter(amount=999), dataio.batch(4))
-    with pytest.raises(RowError, match="amount must be in 0..=255"):
+    # The declared range (a u8) is checked where the pipeline is written.
+    with pytest.raises(PlanError, match="amount must be at most 255, got 999"):
+        dataio.slot("img").decode_pgm().native_jitter(amount=999)
+    # An op that declares no parameters refuses every keyword, and positions.
+    with pytest.raises(PlanError, match="unknown parameter 'radius'"):
+        dataio.slot("img").decode_pgm().native_invert(radius=2)
+    with pytest.raises(PlanError, match="it declares none"):
+        dataio.slot("img").decode_pgm().native_invert(2)
+    # Positional parameters in declared order, as for built-in ops.
+    assert dataio.slot("img").decode_pgm(4096).native_jitter(2).ops[1].params == {"amount": 2}
+    # A value the declaration allows and the data refuses: the op's own message, at the row.
+    pipe = dataio.pipeline(dataio.slot("img").decode_pgm(max_pixels=4), dataio.batch(4))
+    with pytest.raises(RowError, match="is over max_pixels=4"):
         rows(pipe, RECORDS[:4])
 
 
@@ -152,14 +186,15 @@ def test_the_engine_refuses_a_table_of_another_name_or_kind_or_a_foreign_capsule
     from dataio_nativeops import _native as plugin
 
     with pytest.raises(InvalidArgumentError, match="table is named"):
-        _native.register_native_op("some_other_name", plugin.op("native_invert"), "transform")
-    with pytest.raises(InvalidArgumentError, match="kind"):
-        _native.register_native_op("native_invert", plugin.op("native_invert"), "decode")
-    with pytest.raises(TypeError, match="dataio.op.v1"):
+        _native.register_native_op("some_other_name", capsule("native_invert"), "transform")
+    with pytest.raises(ValueError, match="kind"):
+        _native.register_native_op("native_invert", capsule("native_invert"), "decode")
+    with pytest.raises(TypeError, match="dataio.op.v2"):
         _native.register_native_op("native_invert", _native._abi_memory_backend(), "transform")
     with pytest.raises(TypeError, match="capsule"):
         _native.register_native_op("native_invert", lambda a: a, "transform")
-    cap = plugin.op("native_invert")
+    assert plugin.ops  # the module's capsule factory
+    cap = capsule("native_invert")
     _native.register_native_op("native_invert", cap, "transform")  # a fresh table replaces the old
     with pytest.raises(ValueError, match="already registered once"):
         _native.register_native_op("native_invert", cap, "transform")
@@ -167,11 +202,10 @@ def test_the_engine_refuses_a_table_of_another_name_or_kind_or_a_foreign_capsule
 
 
 def test_a_refused_native_table_is_the_plugins_problem_and_not_the_others() -> None:
-    from dataio_nativeops import _native as plugin
 
     register = host._op_registrar("brokenplug")
     # Registered under a name its table does not carry: refused, recorded, dropped.
-    register("mislabelled", plugin.op("native_jitter"), kind="transform")
+    register("mislabelled", capsule("native_jitter"), kind="transform")
     assert host.op("mislabelled") is None
     problems = [p for p in host.problems() if p.plugin == "brokenplug"]
     assert problems and "mislabelled" in problems[0].message and "table is named" in problems[0].message

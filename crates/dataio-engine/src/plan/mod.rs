@@ -25,6 +25,7 @@ use crate::base::tensor::DType;
 use serde::Deserialize;
 use serde_json::{Map, Value as Json};
 use std::collections::BTreeSet;
+use std::sync::{Arc, OnceLock};
 
 pub use ops::{BatchOp, ImageMode, Interp};
 
@@ -60,7 +61,42 @@ pub enum Decoder {
     Bytes,
     Npy,
     Safetensors { tensor_key: Param<String> },
-    External { name: String, params: Map<String, Json> },
+    External { name: String, params: ExtParams },
+}
+
+/// A plugin op's parameters as the plan gives them, and the cell where the
+/// runtime keeps them parsed by the op, once for the plan (a native op's
+/// prepared state; `runtime::native_ops::Prepared`). Clones of a step share
+/// the cell; equality and debug output see the parameters only.
+#[derive(Clone, Default)]
+pub struct ExtParams {
+    pub map: Map<String, Json>,
+    pub prepared: Arc<OnceLock<Arc<dyn std::any::Any + Send + Sync>>>,
+}
+
+impl ExtParams {
+    pub fn new(map: Map<String, Json>) -> Self {
+        ExtParams { map, prepared: Arc::default() }
+    }
+}
+
+impl std::ops::Deref for ExtParams {
+    type Target = Map<String, Json>;
+    fn deref(&self) -> &Map<String, Json> {
+        &self.map
+    }
+}
+
+impl PartialEq for ExtParams {
+    fn eq(&self, other: &Self) -> bool {
+        self.map == other.map
+    }
+}
+
+impl std::fmt::Debug for ExtParams {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.map.fmt(f)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,7 +142,7 @@ pub enum Step {
     },
     External {
         name: String,
-        params: Map<String, Json>,
+        params: ExtParams,
     },
 }
 
@@ -403,7 +439,7 @@ fn parse_decoder(ctx: &Ctx, node: &OpJson, external: &BTreeSet<String>) -> Resul
     match ops::decoder(&node.op, &node.params) {
         Some(parsed) => parsed.map_err(|e| ctx.err(e)),
         None if external.contains(&node.op) => {
-            Ok(Decoder::External { name: node.op.clone(), params: node.params.clone() })
+            Ok(Decoder::External { name: node.op.clone(), params: ExtParams::new(node.params.clone()) })
         }
         None if node.op.starts_with("decode") => Err(ctx.err(format!("unknown decoder {:?}", node.op))),
         None => Err(Error::Plan(format!(
@@ -426,7 +462,7 @@ fn parse_step(ctx: &Ctx, node: &OpJson, external: &BTreeSet<String>) -> Result<S
     match ops::step(&node.op, &node.params) {
         Some(parsed) => parsed.map_err(|e| ctx.err(e)),
         None if external.contains(&node.op) => {
-            Ok(Step::External { name: node.op.clone(), params: node.params.clone() })
+            Ok(Step::External { name: node.op.clone(), params: ExtParams::new(node.params.clone()) })
         }
         None => Err(ctx.err(format!("unknown op {:?}", node.op))),
     }

@@ -9,7 +9,9 @@
 
 use crate::base::error::{Error, Result};
 use crate::base::tensor::{DType, Tensor};
-use dataio_abi::ops::{check_op_table, flags, kind, OpCallV1, OpOutV1, OpV1, ReaderV1, TensorV1};
+use dataio_abi::ops::{
+    check_op_table, check_op_v2_table, flags, kind, HostV2, OpCallV1, OpOutV1, OpV1, OpV2, ReaderV1, TensorV1,
+};
 use dataio_abi::{status, Str};
 use serde_json::{Map, Value as Json};
 use std::collections::HashMap;
@@ -21,10 +23,56 @@ pub const MAX_OUTPUT_BYTES: u64 = 4 << 30;
 
 /// An adopted op table; released when the last user drops it.
 pub struct NativeOp {
-    table: *mut OpV1,
+    table: Table,
     name: String,
     kind: u32,
     flags: u32,
+}
+
+/// The table of an op, by ABI version.
+enum Table {
+    V1(*mut OpV1),
+    V2(*mut OpV2),
+}
+
+/// What a version 2 table declares about its op, as JSON text (see
+/// `dataio_abi::ops::OpV2`): doc, parameters, Python hooks, output.
+#[derive(Debug, Clone)]
+pub struct Declaration {
+    pub name: String,
+    pub kind: u32,
+    pub flags: u32,
+    pub doc: String,
+    pub params: String,
+    pub hooks: String,
+    pub output: String,
+}
+
+/// An op with its parameters parsed for one plan (version 2: the plugin's
+/// state; version 1: the parameters' JSON text, written once).
+pub struct Prepared {
+    op: Arc<NativeOp>,
+    state: State,
+}
+
+enum State {
+    Json(String),
+    V2(*mut c_void),
+}
+
+// SAFETY: the plugin's state is immutable after prepare and read from any
+// thread by `run`, as the ABI requires.
+unsafe impl Send for Prepared {}
+// SAFETY: as above.
+unsafe impl Sync for Prepared {}
+
+impl Drop for Prepared {
+    fn drop(&mut self) {
+        if let (State::V2(state), Table::V2(t)) = (&self.state, &self.op.table) {
+            // SAFETY: a state this table's prepare made, dropped once, here.
+            unsafe { ((**t).drop_state)((**t).ctx, *state) };
+        }
+    }
 }
 
 /// What a ranged decoder reads its input from: an object through its
@@ -94,7 +142,12 @@ unsafe impl Sync for NativeOp {}
 impl Drop for NativeOp {
     fn drop(&mut self) {
         // SAFETY: the table was adopted once (register) and is released once, here.
-        unsafe { ((*self.table).release)((*self.table).ctx, self.table) };
+        unsafe {
+            match self.table {
+                Table::V1(t) => ((*t).release)((*t).ctx, t),
+                Table::V2(t) => ((*t).release)((*t).ctx, t),
+            }
+        }
     }
 }
 
@@ -129,13 +182,60 @@ pub unsafe fn register(name: &str, expect_decode: bool, table: *mut OpV1) -> Res
     }
     let mut ops = registry().write().unwrap_or_else(|p| p.into_inner());
     if let Some(old) = ops.get(name) {
-        if old.table == table {
+        if matches!(old.table, Table::V1(t) if t == table) {
             return Ok(());
         }
     }
     // SAFETY: checked readable above.
     let op_flags = unsafe { (*table).flags };
-    ops.insert(name.to_string(), Arc::new(NativeOp { table, name: own, kind: k, flags: op_flags }));
+    ops.insert(name.to_string(), Arc::new(NativeOp { table: Table::V1(table), name: own, kind: k, flags: op_flags }));
+    Ok(())
+}
+
+/// What the version 2 table at `table` declares (its handshake checked).
+///
+/// # Safety
+/// `table` must come from a capsule named `dataio.op.v2` and be alive.
+pub unsafe fn declaration(table: *const OpV2) -> Result<Declaration> {
+    // SAFETY: forwarded from the caller.
+    unsafe { check_op_v2_table(table) }.map_err(|e| Error::invalid(format!("native op: {e}")))?;
+    // SAFETY: checked readable above; its strings live as long as the table.
+    let t = unsafe { &*table };
+    // SAFETY: as above.
+    let text = |s: &Str| unsafe { s.as_str() }.to_string();
+    Ok(Declaration {
+        name: text(&t.name),
+        kind: t.kind,
+        flags: t.flags,
+        doc: text(&t.doc),
+        params: text(&t.params),
+        hooks: text(&t.hooks),
+        output: text(&t.output),
+    })
+}
+
+/// Adopts a version 2 table: the op is registered under the name it
+/// declares, which must be `name` (the one the registry checked).
+///
+/// # Safety
+/// `table` must come from a capsule named `dataio.op.v2` whose ownership
+/// passes to the core with this call.
+pub unsafe fn register_v2(name: &str, table: *mut OpV2) -> Result<()> {
+    // SAFETY: forwarded from the caller.
+    let d = unsafe { declaration(table) }?;
+    if d.name != name {
+        return Err(Error::invalid(format!("op {name}: the plugin's table is named {:?}", d.name)));
+    }
+    let mut ops = registry().write().unwrap_or_else(|p| p.into_inner());
+    if let Some(old) = ops.get(name) {
+        if matches!(old.table, Table::V2(t) if t == table) {
+            return Ok(());
+        }
+    }
+    ops.insert(
+        name.to_string(),
+        Arc::new(NativeOp { table: Table::V2(table), name: d.name, kind: d.kind, flags: d.flags }),
+    );
     Ok(())
 }
 
@@ -200,7 +300,71 @@ unsafe extern "C" fn fail_out(core: *mut c_void, code: i32, msg: Str) {
     st.failure = Some((code, unsafe { msg.as_str() }.to_string()));
 }
 
+/// The first failed read of a prepare call, reported in place of the op's message.
+struct FetchState {
+    error: Option<Error>,
+}
+
+unsafe extern "C" fn host_fetch(
+    core: *mut c_void,
+    uri: Str,
+    sink: *mut c_void,
+    put: unsafe extern "C" fn(sink: *mut c_void, data: *const u8, len: usize),
+) -> i32 {
+    // SAFETY: `core` is the FetchState of the running prepare call, and
+    // `uri` live UTF-8 for the call, by the ABI.
+    let (st, uri) = unsafe { (&mut *(core as *mut FetchState), uri.as_str()) };
+    let read = crate::io::registry::backend_for(uri)
+        .and_then(|(b, _)| crate::host::pools::block_on(async move { b.read_all(uri).await }));
+    match read {
+        Ok(bytes) => {
+            // SAFETY: the plugin's sink, called once with bytes live for the call.
+            unsafe { put(sink, bytes.as_ptr(), bytes.len()) };
+            status::OK
+        }
+        Err(e) => {
+            let msg = e.to_string();
+            // SAFETY: as above.
+            unsafe { put(sink, msg.as_ptr(), msg.len()) };
+            let code = if e.is_transient() { status::TRANSIENT } else { status::BACKEND };
+            st.error.get_or_insert(e);
+            code
+        }
+    }
+}
+
 impl NativeOp {
+    /// Parses `params` for one plan: a version 2 op parses them into its own
+    /// state here, once (checking them, and loading any side file they
+    /// name); a version 1 op gets their JSON text, written once.
+    pub fn prepare(self: &Arc<Self>, params: &Map<String, Json>) -> Result<Prepared> {
+        let text = serde_json::to_string(params).map_err(|e| Error::invalid(e.to_string()))?;
+        let t = match self.table {
+            Table::V1(_) => return Ok(Prepared { op: self.clone(), state: State::Json(text) }),
+            Table::V2(t) => t,
+        };
+        let mut fetches = FetchState { error: None };
+        let host = HostV2 { core: &mut fetches as *mut FetchState as *mut c_void, fetch: host_fetch };
+        let mut st = OutState { tensor: None, failure: None };
+        let out = OpOutV1 { core: &mut st as *mut OutState as *mut c_void, alloc: alloc_out, fail: fail_out };
+        let mut state: *mut c_void = std::ptr::null_mut();
+        // SAFETY: an adopted table; text, host, state and out live for the call.
+        let code = unsafe { ((*t).prepare)((*t).ctx, Str::new(&text), &host, &mut state, &out) };
+        if code == status::OK && st.failure.is_none() {
+            return Ok(Prepared { op: self.clone(), state: State::V2(state) });
+        }
+        // A failed read of a side file is the store's error (typed, with its URI).
+        if let Some(e) = fetches.error {
+            return Err(e);
+        }
+        let (c, msg) = st.failure.unwrap_or((code, format!("status {code} without a message")));
+        let msg = if msg.starts_with(&format!("op {}", self.name)) { msg } else { format!("op {}: {msg}", self.name) };
+        Err(match c {
+            status::INVALID_ARGUMENT => Error::invalid(msg),
+            _ => Error::Plan(msg),
+        })
+    }
+
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -220,13 +384,19 @@ impl NativeOp {
     pub fn takes_text(&self) -> bool {
         self.kind == kind::DECODE && self.flags & flags::TEXT_INPUT != 0
     }
+}
+
+impl Prepared {
+    pub fn op(&self) -> &NativeOp {
+        &self.op
+    }
 
     /// Decodes `data` (read from `uri`) into a tensor.
-    pub fn decode(&self, data: &[u8], params: &Map<String, Json>, key: CallKey, uri: &str) -> Result<Tensor> {
-        if self.reads_ranges() {
-            return self.decode_ranged(Some(data), &InMemory(data), params, key, uri);
+    pub fn decode(&self, data: &[u8], key: CallKey, uri: &str) -> Result<Tensor> {
+        if self.op.reads_ranges() {
+            return self.decode_ranged(Some(data), &InMemory(data), key, uri);
         }
-        self.call(data, no_tensor(), None, params, key, uri)
+        self.call(data, no_tensor(), None, key, uri)
     }
 
     /// Decodes an input it reads by range from `source` (`data`: the same
@@ -235,15 +405,14 @@ impl NativeOp {
         &self,
         data: Option<&[u8]>,
         source: &dyn RangeSource,
-        params: &Map<String, Json>,
         key: CallKey,
         uri: &str,
     ) -> Result<Tensor> {
-        self.call(data.unwrap_or(&[]), no_tensor(), Some(source), params, key, uri)
+        self.call(data.unwrap_or(&[]), no_tensor(), Some(source), key, uri)
     }
 
     /// Transforms `input` into a new tensor.
-    pub fn transform(&self, input: &Tensor, params: &Map<String, Json>, key: CallKey, uri: &str) -> Result<Tensor> {
+    pub fn transform(&self, input: &Tensor, key: CallKey, uri: &str) -> Result<Tensor> {
         let shape: Vec<u64> = input.shape.iter().map(|&d| d as u64).collect();
         let bytes = input.bytes();
         let t = TensorV1 {
@@ -253,7 +422,7 @@ impl NativeOp {
             data: bytes.as_ptr(),
             len: bytes.len(),
         };
-        self.call(&[], t, None, params, key, uri)
+        self.call(&[], t, None, key, uri)
     }
 
     fn call(
@@ -261,11 +430,13 @@ impl NativeOp {
         data: &[u8],
         input: TensorV1,
         source: Option<&dyn RangeSource>,
-        params: &Map<String, Json>,
         key: CallKey,
         uri: &str,
     ) -> Result<Tensor> {
-        let params = serde_json::to_string(params).map_err(|e| Error::invalid(e.to_string()))?;
+        let params = match &self.state {
+            State::Json(text) => text.as_str(),
+            State::V2(_) => "",
+        };
         let version = source.map(|s| s.version()).unwrap_or("");
         let mut reads = source.map(|source| ReadState { source, error: None });
         let reader = match reads.as_mut() {
@@ -280,7 +451,7 @@ impl NativeOp {
             data: data.as_ptr(),
             len: data.len(),
             input,
-            params: Str::new(&params),
+            params: Str::new(params),
             seed: key.seed.unwrap_or(0),
             seeded: key.seed.is_some() as u8,
             epoch: key.epoch,
@@ -294,10 +465,16 @@ impl NativeOp {
         let out = OpOutV1 { core: &mut st as *mut OutState as *mut c_void, alloc: alloc_out, fail: fail_out };
         // SAFETY: an adopted table; every pointer in `call` and `out` lives
         // until the call returns, as the ABI requires.
-        let code = unsafe { ((*self.table).run)((*self.table).ctx, &call, &out) };
+        let code = unsafe {
+            match (&self.op.table, &self.state) {
+                (Table::V2(t), State::V2(state)) => ((**t).run)((**t).ctx, *state, &call, &out),
+                (Table::V1(t), _) => ((**t).run)((**t).ctx, &call, &out),
+                (Table::V2(_), State::Json(_)) => unreachable!("a version 2 op is always prepared"),
+            }
+        };
         match (code, st.tensor, st.failure) {
             (status::OK, Some(t), None) => Ok(t),
-            (status::OK, None, None) => Err(Error::decode(&self.name, "the plugin op returned no output")),
+            (status::OK, None, None) => Err(Error::decode(&self.op.name, "the plugin op returned no output")),
             (_, _, failure) => {
                 // A failed read of the input is the store's error (typed, with its URI).
                 if let Some(e) = reads.and_then(|r| r.error) {
@@ -306,8 +483,8 @@ impl NativeOp {
                 let (c, msg) = failure.unwrap_or((code, format!("status {code} without a message")));
                 let c = if code != status::OK { code } else { c };
                 Err(match c {
-                    status::INVALID_ARGUMENT => Error::invalid(format!("op {}: {msg}", self.name)),
-                    _ => Error::decode(&self.name, msg),
+                    status::INVALID_ARGUMENT => Error::invalid(format!("op {}: {msg}", self.op.name)),
+                    _ => Error::decode(&self.op.name, msg),
                 })
             }
         }
@@ -380,21 +557,103 @@ mod tests {
         }
         let inv = get("test_invert").unwrap();
         let t = Tensor::from_vec_u8(vec![2, 2, 1], &[0, 10, 200, 255]);
-        let out = inv.transform(&t, &Map::new(), key(0), "mem://x").unwrap();
+        let out = inv.prepare(&Map::new()).unwrap().transform(&t, key(0), "mem://x").unwrap();
         assert_eq!(out.bytes(), &[255, 245, 55, 0]);
         let bad = Tensor::from_bytes(DType::F32, vec![1], &[0; 4]).unwrap();
-        let e = inv.transform(&bad, &Map::new(), key(0), "mem://x").unwrap_err();
+        let e = inv.prepare(&Map::new()).unwrap().transform(&bad, key(0), "mem://x").unwrap_err();
         assert!(e.to_string().contains("needs uint8"), "{e}");
 
         let k = get("test_keyed").unwrap();
-        let a = k.decode(b"abc", &Map::new(), key(0), "mem://x").unwrap();
-        assert_eq!(a.bytes(), k.decode(b"abc", &Map::new(), key(0), "mem://x").unwrap().bytes());
-        assert_ne!(a.bytes(), k.decode(b"abc", &Map::new(), key(1), "mem://x").unwrap().bytes());
-        let e = k.decode(b"", &Map::new(), key(0), "mem://x").unwrap_err();
+        let a = k.prepare(&Map::new()).unwrap().decode(b"abc", key(0), "mem://x").unwrap();
+        assert_eq!(a.bytes(), k.prepare(&Map::new()).unwrap().decode(b"abc", key(0), "mem://x").unwrap().bytes());
+        assert_ne!(a.bytes(), k.prepare(&Map::new()).unwrap().decode(b"abc", key(1), "mem://x").unwrap().bytes());
+        let e = k.prepare(&Map::new()).unwrap().decode(b"", key(0), "mem://x").unwrap_err();
         assert!(e.to_string().contains("no bytes"), "{e}");
-        let e = k.decode(b"panic", &Map::new(), key(0), "mem://x").unwrap_err();
+        let e = k.prepare(&Map::new()).unwrap().decode(b"panic", key(0), "mem://x").unwrap_err();
         assert!(e.to_string().contains("panicked: asked to"), "{e}");
         assert!(unregister("test_keyed") && get("test_keyed").is_none());
+    }
+
+    /// Parameters of the version 2 test op.
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    #[serde(default, deny_unknown_fields)]
+    struct AddParams {
+        /// Added to every value.
+        amount: u8,
+        /// A file whose first byte is added too.
+        extra: Option<String>,
+        /// Filled by prepare from `extra`.
+        #[serde(skip)]
+        #[schemars(skip)]
+        loaded: std::sync::OnceLock<u8>,
+    }
+
+    impl Default for AddParams {
+        fn default() -> Self {
+            AddParams { amount: 1, extra: None, loaded: Default::default() }
+        }
+    }
+
+    static PREPARES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+    struct Add;
+    impl dataio_abi::ops::Op for Add {
+        const NAME: &'static str = "test_add";
+        const DOC: &'static str = "Adds amount.";
+        const KIND: u32 = kind::TRANSFORM;
+        type Params = AddParams;
+        fn prepare(&self, p: &AddParams, host: &dataio_abi::ops::Host<'_>) -> std::result::Result<(), AbiError> {
+            PREPARES.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            if let Some(uri) = &p.extra {
+                let _ = p.loaded.set(host.fetch(uri)?.first().copied().unwrap_or(0));
+            }
+            Ok(())
+        }
+        fn run(&self, p: &AddParams, call: &Call<'_>, out: &mut Output<'_>) -> std::result::Result<(), AbiError> {
+            let t = call.input.as_ref().ok_or_else(|| AbiError::new(status::INVALID_ARGUMENT, "no input"))?;
+            let add = p.amount.wrapping_add(p.loaded.get().copied().unwrap_or(0));
+            for (d, s) in out.alloc("uint8", &t.shape)?.iter_mut().zip(t.data) {
+                *d = s.wrapping_add(add);
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_version_2_op_is_prepared_once_and_reads_side_files_through_the_host() {
+        let table = dataio_abi::ops::export_op_v2(Add);
+        // SAFETY: a fresh table, alive; then handed over once.
+        let d = unsafe { declaration(table) }.unwrap();
+        assert_eq!((d.name.as_str(), d.doc.as_str()), ("test_add", "Adds amount."));
+        let params: Json = serde_json::from_str(&d.params).unwrap();
+        assert_eq!(params["params"]["amount"]["default"], 1);
+        assert_eq!(params["params"].as_object().unwrap().len(), 2, "{params}");
+        // SAFETY: as above.
+        unsafe { register_v2("test_add", table) }.unwrap();
+        let op = get("test_add").unwrap();
+
+        let dir = tempfile::tempdir().unwrap();
+        let side = dir.path().join("extra.bin");
+        std::fs::write(&side, [10u8]).unwrap();
+        let mut p = Map::new();
+        p.insert("amount".into(), Json::from(2));
+        p.insert("extra".into(), Json::from(side.to_str().unwrap()));
+        let before = PREPARES.load(std::sync::atomic::Ordering::SeqCst);
+        let prepared = op.prepare(&p).unwrap();
+        let t = Tensor::from_vec_u8(vec![2], &[0, 5]);
+        for _ in 0..3 {
+            assert_eq!(prepared.transform(&t, key(0), "").unwrap().bytes(), &[12, 17]);
+        }
+        assert_eq!(PREPARES.load(std::sync::atomic::Ordering::SeqCst) - before, 1);
+
+        p.insert("amount".into(), Json::from("lots"));
+        let e = op.prepare(&p).err().unwrap().to_string();
+        assert!(e.contains("op test_add: amount=\"lots\""), "{e}");
+        p.insert("amount".into(), Json::from(1));
+        p.insert("extra".into(), Json::from(dir.path().join("missing").to_str().unwrap()));
+        let e = op.prepare(&p).err().unwrap();
+        assert!(matches!(e, Error::NotFound { .. }), "{e}");
+        assert!(unregister("test_add"));
     }
 
     #[test]

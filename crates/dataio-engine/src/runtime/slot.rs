@@ -1,7 +1,7 @@
 //! Runs one slot's program on one record: decode, the fused image chain (or
 //! generic tensor steps), and the write into the batch buffer.
 
-use super::native_ops::{self, CallKey};
+use super::native_ops::{self, CallKey, NativeOp, Prepared};
 use super::record::{Record, Value};
 use crate::base::error::{Error, Result, RowContext};
 use crate::base::rng::{key, Stream};
@@ -10,7 +10,7 @@ use crate::kernels::image::finish::Finish;
 use crate::kernels::image::geometry::{render, render_ref, render_with, Geo};
 use crate::kernels::image::{self, jpeg, Pixels, PixelsRef};
 use crate::plan::ops::Dim;
-use crate::plan::{Cmp, Decoder, ImageMode, Param, Pred, SlotProgram, Step};
+use crate::plan::{Cmp, Decoder, ExtParams, ImageMode, Param, Pred, SlotProgram, Step};
 use bytes::Bytes;
 use serde_json::{Map, Value as Json};
 use std::borrow::Cow;
@@ -114,7 +114,7 @@ fn eval_shape_pred(pred: &Pred, shape: &[usize], record: &Record) -> bool {
 struct Resolved {
     geo: Geo,
     tail: Vec<Step>,
-    external: Option<(String, Map<String, Json>)>,
+    external: Option<(String, ExtParams)>,
     rest: Vec<Step>,
 }
 
@@ -413,18 +413,35 @@ fn native_key(key: SampleKey, name: &str) -> CallKey {
     }
 }
 
+/// Native op `op` with `params` parsed for this plan: once, kept in the
+/// step's cell, unless a parameter is per-record (`dataio.col(field)`),
+/// when the record's values are parsed for this call.
+fn prepared(op: &Arc<NativeOp>, params: &ExtParams, record: &Record) -> Result<Arc<Prepared>> {
+    if has_cols(params) {
+        return Ok(Arc::new(op.prepare(&*record_params(op.name(), params, record)?)?));
+    }
+    if let Some(p) = params.prepared.get().and_then(|p| p.clone().downcast::<Prepared>().ok()) {
+        if std::ptr::eq(p.op(), &**op) {
+            return Ok(p);
+        }
+    }
+    let p = Arc::new(op.prepare(params)?);
+    let _ = params.prepared.set(p.clone());
+    Ok(p)
+}
+
 /// Runs plugin decoder `name`: natively (no GIL) when a plugin registered a
 /// native table for it, else through the binding's Python ops.
 fn plugin_decode(
     external: Option<&dyn ExternalOps>,
     name: &str,
     data: &[u8],
-    params: &Map<String, Json>,
+    params: &ExtParams,
     key: SampleKey,
     record: &Record,
 ) -> Result<Tensor> {
     if let Some(op) = native_ops::get(name) {
-        return op.decode(data, &*record_params(name, params, record)?, native_key(key, name), "");
+        return prepared(&op, params, record)?.decode(data, native_key(key, name), "");
     }
     let ext =
         external.ok_or_else(|| Error::invalid(format!("decoder {name} needs its plugin, which is not loaded here")))?;
@@ -436,31 +453,37 @@ fn plugin_transform(
     external: Option<&dyn ExternalOps>,
     name: &str,
     input: Tensor,
-    params: &Map<String, Json>,
+    params: &ExtParams,
     key: SampleKey,
     record: &Record,
 ) -> Result<Tensor> {
     if let Some(op) = native_ops::get(name) {
-        return op.transform(&input, &*record_params(name, params, record)?, native_key(key, name), "");
+        return prepared(&op, params, record)?.transform(&input, native_key(key, name), "");
     }
     let ext =
         external.ok_or_else(|| Error::invalid(format!("op {name} needs its plugin, which is not loaded here")))?;
     ext.transform(name, input, params)
 }
 
+/// `{"$col": field}`: a parameter given as `dataio.col(field)`.
+fn col_field(v: &Json) -> Option<&str> {
+    v.as_object().filter(|o| o.len() == 1).and_then(|o| o.get("$col")).and_then(Json::as_str)
+}
+
+fn has_cols(params: &Map<String, Json>) -> bool {
+    params.values().any(|v| col_field(v).is_some())
+}
+
 /// A native plugin op's parameters for one record: each `{"$col": field}`
 /// (a `dataio.col(field)` in the pipeline) becomes the record's value of
 /// that field; a missing field fails the row naming the op and parameter.
 fn record_params<'a>(name: &str, params: &'a Map<String, Json>, record: &Record) -> Result<Cow<'a, Map<String, Json>>> {
-    let col = |v: &Json| {
-        v.as_object().filter(|o| o.len() == 1).and_then(|o| o.get("$col")).and_then(Json::as_str).map(str::to_string)
-    };
-    if !params.values().any(|v| col(v).is_some()) {
+    if !has_cols(params) {
         return Ok(Cow::Borrowed(params));
     }
     let mut out = params.clone();
     for (param, v) in out.iter_mut() {
-        let Some(field) = col(v) else { continue };
+        let Some(field) = col_field(v).map(str::to_string) else { continue };
         *v = match record.get(&field) {
             Some(Value::Null) | None => {
                 return Err(Error::decode(
@@ -751,14 +774,8 @@ fn run_steps(
         (Decoder::External { name, params }, SlotInput::Object(object)) => {
             let op = native_ops::get(name)
                 .ok_or_else(|| Error::invalid(format!("decoder {name} needs its plugin, which is not loaded here")))?;
-            let t = op
-                .decode_ranged(
-                    None,
-                    &*object,
-                    &*record_params(name, params, record)?,
-                    native_key(key, name),
-                    object.uri(),
-                )
+            let t = prepared(&op, params, record)
+                .and_then(|p| p.decode_ranged(None, &*object, native_key(key, name), object.uri()))
                 .map_err(|e| plugin_op_failed(name, e))?;
             finish_tensor(t, steps, key, record, external, dest)
         }

@@ -113,10 +113,39 @@ def _index(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ops(args: argparse.Namespace) -> int:
+    """Every op a pipeline can name (the core's and the installed plugins'),
+    each with its parameters: type, default and help, as the op declares them."""
+    from ._ops import Param
+    from .plugins import list_ops
+
+    ops = list_ops()
+    names = args.names or sorted(ops)
+    unknown = [n for n in names if n not in ops]
+    if unknown:
+        print(f"no op named {', '.join(unknown)}; known: {', '.join(sorted(ops))}", file=sys.stderr)
+        return 2
+    for name in names:
+        spec = ops[name]
+        where = "dataio" if spec.plugin.startswith("dataio.") or spec.plugin.startswith("<") else spec.plugin
+        print(f"{name}  [{spec.kind}, {where}, {'native' if spec.native else 'python'}]")
+        if spec.description:
+            print(f"    {spec.description}")
+        for key, p in spec.params.items():
+            if isinstance(p, Param):
+                types = " | ".join(repr(c) for c in p.choices) if p.choices else " | ".join(t.__name__ for t in p.types)
+                default = "required" if p.required else f"default {p.default!r}"
+                print(f"    {key}: {types}, {default}" + (f" — {p.doc}" if p.doc else ""))
+            else:
+                declared = p if isinstance(p, tuple) else (p,)
+                print(f"    {key}: {' | '.join(getattr(t, '__name__', str(t)) for t in declared)}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m dataio", description="What dataio can do on this host.")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    sub = parser.add_subparsers(dest="command", metavar="{index,convert}")
+    sub = parser.add_subparsers(dest="command", metavar="{index,convert,ops}")
     ix = sub.add_parser(
         "index",
         help="write a shard index (wids-shard-index-v1) of tar shards",
@@ -137,7 +166,11 @@ def main(argv: list[str] | None = None) -> int:
     gz.add_argument("--no-gunzip", dest="gunzip", action="store_const", const=False, help="gunzip none (default: by the name)")
     ix.add_argument("--quiet", action="store_true", help="no progress on stderr")
     convert.add_parser(sub)
+    ops = sub.add_parser("ops", help="list the ops a pipeline can name, with their parameters' types, defaults and help")
+    ops.add_argument("names", nargs="*", metavar="OP", help="only these ops")
     args = parser.parse_args(argv)
+    if args.command == "ops":
+        return _ops(args)
     if args.command == "convert":
         return convert.run(args)
     if args.command == "index":

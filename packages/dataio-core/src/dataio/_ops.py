@@ -27,6 +27,7 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "boolean": (bool,),
     "string": (str,),
     "array": (tuple, list),
+    "object": (dict,),
 }
 
 
@@ -62,18 +63,22 @@ class BuiltinOp:
     random: bool = False
 
 
-def _param(schema: Mapping[str, Any], required: bool) -> Param:
-    alternatives = schema.get("anyOf") or [schema]
+def param_from_schema(schema: Mapping[str, Any], required: bool) -> Param:
+    """A parameter's spec from its JSON Schema (the engine's op table, and
+    a plugin's version 2 op declaration, give this form)."""
+    alternatives = schema.get("anyOf") or schema.get("oneOf") or [schema]
     types: list[type] = []
     choices: list[Any] = []
     bounds: dict[str, Any] = {}
     for alt in alternatives:
         kinds = alt.get("type")
-        if kinds is None and "enum" in alt:
+        if kinds is None and ("enum" in alt or isinstance(alt.get("const"), str)):
             kinds = "string"
         for kind in [kinds] if isinstance(kinds, str) else list(kinds or []):
             types.extend(t for t in _JSON_TYPES.get(kind, ()) if t not in types)
         choices.extend(alt.get("enum", ()))
+        if "const" in alt:
+            choices.append(alt["const"])
         for key, name in (("minimum", "minimum"), ("exclusiveMinimum", "exclusive_minimum"), ("maximum", "maximum")):
             if key in alt:
                 bounds[name] = alt[key]
@@ -91,7 +96,7 @@ def _param(schema: Mapping[str, Any], required: bool) -> Param:
 
 def _op(entry: Mapping[str, Any]) -> BuiltinOp:
     required = set(entry.get("required", ()))
-    params = {name: _param(schema, name in required) for name, schema in entry["params"].items()}
+    params = {name: param_from_schema(schema, name in required) for name, schema in entry["params"].items()}
     return BuiltinOp(entry["name"], entry["kind"], params, entry.get("description") or "", entry.get("random", False))
 
 

@@ -38,6 +38,7 @@ from typing import Any, Generic, TypeVar
 import pluggy
 
 from . import _native, hookspecs
+from ._ops import Param
 from .errors import DataioError, PluginError, UnsupportedSchemeError
 
 BUILTIN = "dataio.builtin"
@@ -172,6 +173,9 @@ class OpSpec:
     #: ``prepare(params) -> params``: the parameters as written to those the
     #: op takes (a Python object to its JSON form), before they are checked.
     prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = dataclasses.field(default=None, compare=False, repr=False)
+    #: What every output is, where the op declares it: ``{"dtype": "float32"
+    #: or None, "ndim": 2 or None}`` (a version 2 native op's declaration).
+    output: Mapping[str, Any] = dataclasses.field(default_factory=dict, compare=False, repr=False)
 
     @property
     def native(self) -> bool:
@@ -502,6 +506,7 @@ class PluginHost:
             description: str = "",
             companions: Callable[..., Any] | None = None,
             prepare: Callable[..., Any] | None = None,
+            output: Mapping[str, Any] | None = None,
         ) -> None:
             if kind not in ("decode", "transform"):
                 raise PluginError(f"plugin {plugin!r}: op {name!r} has kind {kind!r}; use 'decode' or 'transform'")
@@ -511,12 +516,14 @@ class PluginHost:
             elif fn is None and plugin != BUILTIN:
                 raise PluginError(
                     f"plugin {plugin!r}: op {name!r} needs an implementation: a Python function, or the "
-                    f"'dataio.op.v1' capsule of a native one (fn=)"
+                    f"'dataio.op.v2' capsule of a native one (fn=)"
                 )
             if fn is not None and not callable(fn):
                 raise PluginError(f"plugin {plugin!r}: the implementation of op {name!r} is not callable")
             if plugin != BUILTIN:
                 for key, declared in (params or {}).items():
+                    if isinstance(declared, Param):
+                        continue  # a native op's own declaration
                     types = declared if isinstance(declared, tuple) else (declared,)
                     if not types or not all(isinstance(t, type) for t in types):
                         raise PluginError(
@@ -527,7 +534,9 @@ class PluginHost:
                 raise PluginError(f"plugin {plugin!r}: op {name!r}: companions= is a callable, for a decoder")
             if prepare is not None and not callable(prepare):
                 raise PluginError(f"plugin {plugin!r}: op {name!r}: prepare= is a callable taking and returning the parameters")
-            spec = OpSpec(name, plugin, kind, dict(params or {}), fn, description, capsule, companions, prepare)
+            spec = OpSpec(
+                name, plugin, kind, dict(params or {}), fn, description, capsule, companions, prepare, dict(output or {})
+            )
             self._claim(self._ops, "op", name, spec)
             if capsule is not None and not self._collecting:
                 self._adopt_native(spec)

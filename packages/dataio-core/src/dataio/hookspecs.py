@@ -133,6 +133,7 @@ class OpRegistrar(Protocol):
         companions: Callable[[str, dict[str, Any]], tuple[dict[str, Any], list[tuple[str, str, dict[str, Any]]]]]
         | None = None,
         prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+        output: Mapping[str, Any] | None = None,
     ) -> None:
         """Declare a pipeline op named ``name``.
 

@@ -119,8 +119,9 @@ def check_slot(spec: PackSpec, slots: Any, batch_transforms: Any) -> Any:
 
 
 def tokenize_op(slot: Any) -> Any:
+    """The slot's tokenizing op: the one that takes ``tokenizer=``."""
     for o in getattr(slot, "ops", ()):
-        if getattr(o, "name", None) == "tokenize":
+        if "tokenizer" in (getattr(o, "params", None) or {}):
             return o
     return None
 

@@ -33,7 +33,7 @@ from .errors import PlanError
 from .jax import JaxLoader
 from .loader import Loader, epoch_job
 from .packing import DEFAULT_WINDOW, PackSpec, check_slot, make_spec
-from .transforms import Op, plugin_package_hint, positional_params
+from .transforms import Op, plugin_package_hint, plugin_signature, positional_params
 
 if TYPE_CHECKING:
     from .contract import Executor
@@ -220,6 +220,7 @@ class Slot(_Frozen, SlotOps):
 
         plugin_op.__name__ = plugin_op.__qualname__ = name
         plugin_op.__doc__ = spec.description or f"The op {name!r} of plugin {spec.plugin!r}."
+        plugin_op.__signature__ = plugin_signature(spec)  # type: ignore[attr-defined]
         return plugin_op
 
     def __dir__(self) -> Iterable[str]:

@@ -33,7 +33,7 @@ from ._plugins import (
 )
 from .config import SchemeSettings, get_settings
 from .errors import InvalidArgumentError
-from .hookspecs import BackendRegistrar, CapabilityRegistrar, hookimpl
+from .hookspecs import BackendRegistrar, CapabilityRegistrar, OpRegistrar, hookimpl
 from .transforms import PLUGIN_PACKAGE_OPS
 
 __all__ = [
@@ -46,6 +46,7 @@ __all__ = [
     "SchemeOptions",
     "OBJECT_STORE_TUNING",
     "ObjectStorePlugin",
+    "NativeOpsPlugin",
     "CredentialRefresh",
     "list_plugins",
     "list_problems",
@@ -367,3 +368,70 @@ class ObjectStorePlugin:
 
     def __repr__(self) -> str:
         return f"<dataio.plugins.ObjectStorePlugin {self.package} {', '.join(s + '://' for s in self.schemes)}>"
+
+
+class NativeOpsPlugin:
+    """The whole Python side of a plugin of native ops (the op ABI, version
+    2): every op its native module exports through ``dataio_abi::export_ops!``
+    is registered from the op's own declaration in Rust (name, kind, doc,
+    parameters with their types, defaults and help, Python hooks), so the
+    plugin writes none of it again. The entry-point module::
+
+        PLUGIN = NativeOpsPlugin("dataio_pcd._native")
+        dataio_register_ops = PLUGIN.dataio_register_ops
+
+    ``package`` names the plugin in reports (default: the module's top-level
+    package with ``_`` as ``-``)."""
+
+    def __init__(self, native_module: str, *, package: str | None = None) -> None:
+        self._native_module = native_module
+        self.package = package or native_module.split(".")[0].replace("_", "-")
+
+    def _native(self) -> ModuleType:
+        return importlib.import_module(self._native_module)
+
+    def declarations(self) -> list[dict[str, Any]]:
+        """What each op declares, in the module's order: ``name``, ``kind``,
+        ``flags``, ``doc``, ``params`` (JSON Schema per parameter),
+        ``required``, ``hooks``, ``output``, and its fresh ``capsule``."""
+        import json
+
+        out = []
+        for capsule in self._native().ops():
+            name, kind, flags, doc, params, hooks, output = _native.native_op_declaration(capsule)
+            declared = json.loads(params)
+            out.append({
+                "name": name, "kind": kind, "flags": flags, "doc": doc, "params": declared["params"],
+                "required": list(declared.get("required", ())), "hooks": json.loads(hooks),
+                "output": json.loads(output), "capsule": capsule,
+            })
+        return out
+
+    @hookimpl
+    def dataio_register_ops(self, register: OpRegistrar) -> None:
+        from ._ops import param_from_schema
+
+        for d in self.declarations():
+            required = set(d["required"])
+            params = {key: param_from_schema(schema, key in required) for key, schema in d["params"].items()}
+            register(d["name"], d["capsule"], kind=d["kind"], params=params, description=d["doc"],
+                     prepare=_python_hook(d["hooks"].get("prepare"), d["name"]),
+                     companions=_python_hook(d["hooks"].get("companions"), d["name"]),
+                     output=d["output"])
+
+    def __repr__(self) -> str:
+        return f"<dataio.plugins.NativeOpsPlugin {self.package} ({self._native_module})>"
+
+
+def _python_hook(path: str | None, op: str) -> Callable[..., Any] | None:
+    """The function a native op names as ``"module:function"``."""
+    if not path:
+        return None
+    module, _, attr = path.partition(":")
+    try:
+        fn = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as exc:
+        raise InvalidArgumentError(f"op {op}: its declared Python hook {path!r} cannot be loaded: {exc}") from exc
+    if not callable(fn):
+        raise InvalidArgumentError(f"op {op}: its declared Python hook {path!r} is not callable")
+    return fn

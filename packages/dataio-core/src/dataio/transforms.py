@@ -276,6 +276,21 @@ def positional_params(spec: OpSpec, args: tuple[Any, ...], params: dict[str, Any
     return out
 
 
+def plugin_signature(spec: OpSpec) -> inspect.Signature:
+    """The Python signature of plugin op ``spec`` as a slot method: its
+    declared parameters in order, positional or keyword, with their defaults
+    and types (``help(slot.decode_pgm)``, IDEs)."""
+    params = []
+    for key, declared in spec.params.items():
+        if isinstance(declared, Param):
+            default = inspect.Parameter.empty if declared.required else declared.default
+            annotation: Any = declared.types[0] if len(declared.types) == 1 else declared.types
+        else:
+            default, annotation = None, declared
+        params.append(inspect.Parameter(key, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default, annotation=annotation))
+    return inspect.Signature(params)
+
+
 def check_plugin_params(spec: OpSpec, params: Mapping[str, Any]) -> dict[str, Any]:
     """Checks the parameters of plugin op ``spec`` where the pipeline is
     written: names against what it declared (its ``params``, else its
@@ -313,11 +328,23 @@ def check_plugin_params(spec: OpSpec, params: Mapping[str, Any]) -> dict[str, An
             number = float in types_ and isinstance(value, int) and not isinstance(value, bool)
             if not number and not isinstance(value, types_):
                 raise PlanError(f"op {name}: {key} must be {_names(types_)}, got {type(value).__name__} {_short_repr(value)}")
+            spec_param = declared[key]
+            if isinstance(spec_param, Param):  # a native op's declaration: its choices and bounds too
+                if spec_param.choices and isinstance(value, str) and value not in spec_param.choices:
+                    choices = ", ".join(repr(c) for c in spec_param.choices)
+                    raise PlanError(f"op {name}: {key} must be one of {choices}, got {value!r}")
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    why = spec_param.check_number(value)
+                    if why:
+                        raise PlanError(f"op {name}: {key} {why}, got {value!r}")
         if not _jsonable_value(value):
             raise PlanError(
                 f"op {name}: {key} must be a number, string, bool or None, or a list or dict of them "
                 f"(plugin op parameters reach the op as JSON), got {type(value).__name__}"
             )
+    needed = [key for key, p in declared.items() if isinstance(p, Param) and p.required and key not in params]
+    if needed:
+        raise PlanError(f"op {name}: missing required parameter {needed[0]!r}")
     if sig is not None:
         missing = [key for key, required in sig[0].items() if required and key not in params]
         if missing:

@@ -9,24 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from dataio.errors import PlanError
-from dataio.hookspecs import OpRegistrar, hookimpl
+from dataio.plugins import NativeOpsPlugin
 
-from . import _native
-
-TOKENIZE_PARAMS: dict[str, Any] = {
-    "tokenizer": str, "max_length": int, "truncation": bool, "padding": str, "add_special_tokens": bool,
-    "dtype": str, "max_chars": int,
-}
-
-
-@hookimpl
-def dataio_register_ops(register: OpRegistrar) -> None:
-    _native.install_reader()
-    register("tokenize", _native.op("tokenize"), kind="decode", params=TOKENIZE_PARAMS, prepare=prepare,
-             description="Text (a string field, or UTF-8 bytes) to token ids, int64 [L] (int32 with dtype='int32'), "
-                         "with the Hugging Face tokenizer.json at tokenizer= (any URI, or a tokenizers.Tokenizer; "
-                         "loaded once per process); "
-                         "max_length truncates, padding='max_length' pads to it.")
+#: ``tokenize``, registered from its declaration in ``crates/dataio-text``
+#: (``prepare`` below is the Python hook it names).
+PLUGIN = NativeOpsPlugin("dataio_text._native")
+dataio_register_ops = PLUGIN.dataio_register_ops
 
 
 #: A Hub model name given where its tokenizer file was meant.

@@ -16,6 +16,7 @@ import numpy as np
 
 from dataio.plugins import call_native_decoder
 
+from . import _native
 from ._native import ffmpeg_versions as _ffmpeg_versions
 
 __all__ = ["ffmpeg_versions", "read_audio", "read_video", "video_info"]
@@ -28,7 +29,7 @@ def _call(op: str, uri: str, params: dict[str, Any]) -> np.ndarray:
 
 def video_info(uri: str) -> dict[str, Any]:
     """See :func:`dataio.video_info`."""
-    info: dict[str, Any] = json.loads(_call("video_info", uri, {}).tobytes())
+    info: dict[str, Any] = json.loads(_call(_native.VIDEO_INFO, uri, {}).tobytes())
     return info
 
 
@@ -41,14 +42,14 @@ def read_video(uri: str, start_frame: int = 0, num_frames: int | None = None, st
         num_frames = (frames - 1 - start_frame) // stride + 1
     params = {"start_frame": start_frame, "num_frames": num_frames, "stride": stride, "pad": "error",
               "max_frames": max(num_frames, 1)}
-    return _call("decode_video", uri, params)
+    return _call(_native.DECODE_VIDEO, uri, params)
 
 
 def read_audio(uri: str, sample_rate: int | None = None, mono: bool = False, offset: float = 0.0,
                duration: float | None = None) -> np.ndarray:
     """See :func:`dataio.read_audio`."""
     params = {"sample_rate": sample_rate, "mono": mono, "offset": offset, "duration": duration}
-    return _call("decode_audio", uri, params)
+    return _call(_native.DECODE_AUDIO, uri, params)
 
 
 def ffmpeg_versions() -> dict[str, str]:

@@ -12,22 +12,11 @@ from typing import Any
 
 import dataio.batch_transforms
 import dataio.errors
-from dataio.hookspecs import CapabilityRegistrar, NamespaceRegistrar, OpRegistrar, hookimpl
+from dataio.hookspecs import CapabilityRegistrar, NamespaceRegistrar, hookimpl
+from dataio.plugins import NativeOpsPlugin
 
 from . import _native
 
-VIDEO_PARAMS: dict[str, Any] = {
-    "num_frames": int, "stride": int, "fps": float, "clip": str, "start_frame": int, "start_time": float,
-    "pad": str, "audio": (bool, dict), "max_pixels": int, "max_frames": int, "pair": str,
-}
-AUDIO_PARAMS: dict[str, Any] = {
-    "sample_rate": int, "mono": bool, "duration": float, "offset": (float, str), "max_samples": int,
-    # False (what a pipeline sets with duration=): a window the audio ends
-    # inside is cut there, and pad_to_longest pads it, into <slot>_lengths.
-    "pad": bool,
-    # The clip of a paired decode_video slot (what audio=True sets up).
-    "video_clip": dict, "clip_start_frame": int, "clip_start_time": float, "pair": str,
-}
 #: The parameters of decode_video that say which frames a clip holds.
 CLIP_PARAMS = ("num_frames", "stride", "fps", "clip", "pad")
 
@@ -53,7 +42,7 @@ def video_companions(slot: str, params: dict[str, Any]) -> tuple[dict[str, Any],
     for key in ("start_frame", "start_time"):
         if key in params:
             audio_params[f"clip_{key}"] = params[key]
-    return params, [(f"{slot}_audio", "decode_audio", audio_params)]
+    return params, [(f"{slot}_audio", _native.DECODE_AUDIO, audio_params)]
 
 
 def audio_companions(slot: str, params: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
@@ -71,20 +60,11 @@ def audio_companions(slot: str, params: dict[str, Any]) -> tuple[dict[str, Any],
     return params, [dataio.batch_transforms.pad_to_longest(slot, length=length, axis=-1)]
 
 
-@hookimpl
-def dataio_register_ops(register: OpRegistrar) -> None:
-    register("decode_video", _native.op("decode_video"), kind="decode", params=VIDEO_PARAMS,
-             description="A frame-exact clip of num_frames frames (every stride-th, or resampled to fps), "
-                         "uint8 [T, H, W, 3]; clip='random'|'start'|'center' or start_frame/start_time; "
-                         "read by range, decoded from the keyframe before the clip; audio=True adds <slot>_audio.",
-             companions=video_companions)
-    register("decode_audio", _native.op("decode_audio"), kind="decode", params=AUDIO_PARAMS,
-             description="duration seconds of the first audio stream from offset (seconds or 'random'), "
-                         "float32 [C, N], resampled to sample_rate, downmixed when mono; with duration, in a pipeline, "
-                         "a shorter window is zero-padded and <slot>_lengths holds each row's samples.",
-             companions=audio_companions)
-    register("video_info", _native.op("video_info"), kind="decode",
-             description="What a media file holds (the dataio.video_info verb), as UTF-8 JSON bytes.")
+#: The native ops (decode_video, decode_audio, video_info), registered from
+#: their declarations in ``crates/dataio-video/src/ops.rs``; the companions
+#: above are the Python hooks those declarations name.
+PLUGIN = NativeOpsPlugin("dataio_video._native")
+dataio_register_ops = PLUGIN.dataio_register_ops
 
 
 def api() -> ModuleType:

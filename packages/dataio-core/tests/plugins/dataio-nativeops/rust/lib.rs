@@ -1,5 +1,8 @@
-//! `dataio_nativeops._native`: three native ops behind the op ABI
-//! (`dataio_abi::ops`), as a third-party decoder plugin writes them:
+//! `dataio_nativeops._native`: four native ops behind the op ABI
+//! (`dataio_abi::ops`, version 2), as a third-party decoder plugin writes
+//! them. Each op is declared once, here: its name, doc and parameters (a
+//! serde + schemars struct); the Python side registers whatever
+//! `export_ops!` lists (`dataio.plugins.NativeOpsPlugin`).
 //!
 //! * `decode_pgm` — binary PGM (`P5`, maxval <= 255) to uint8 `[H, W, 1]`,
 //!   refusing anything else with a CORRUPT status and images over
@@ -12,9 +15,10 @@
 //!   (`flags::RANGED_INPUT`): the header's first bytes, then the pixels,
 //!   never the rest of the object.
 
-use dataio_abi::ops::{flags, kind, Call, ExportOp, Output};
+use dataio_abi::ops::{flags, kind, Call, NoParams, Op, Output};
 use dataio_abi::{status, AbiError};
 use pyo3::prelude::*;
+use serde::Deserialize;
 
 fn corrupt(msg: impl Into<String>) -> AbiError {
     AbiError::new(status::CORRUPT, msg)
@@ -24,11 +28,18 @@ fn invalid(msg: impl Into<String>) -> AbiError {
     AbiError::new(status::INVALID_ARGUMENT, msg)
 }
 
-fn param_i64(call: &Call<'_>, name: &str, default: i64) -> Result<i64, AbiError> {
-    let v: serde_json::Value = serde_json::from_str(call.params).map_err(|e| invalid(format!("params: {e}")))?;
-    match v.get(name) {
-        None | Some(serde_json::Value::Null) => Ok(default),
-        Some(x) => x.as_i64().ok_or_else(|| invalid(format!("{name} must be an integer, got {x}"))),
+/// The parameters of the PGM decoders.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+struct PgmParams {
+    /// Images with more pixels than this are refused.
+    #[schemars(range(min = 1))]
+    max_pixels: u64,
+}
+
+impl Default for PgmParams {
+    fn default() -> Self {
+        PgmParams { max_pixels: 1 << 24 }
     }
 }
 
@@ -61,7 +72,7 @@ fn header_number(data: &[u8], at: &mut usize, what: &str) -> Result<u64, AbiErro
 
 /// The PGM header of `data` (which may hold only the file's first bytes):
 /// (width, height, offset of the pixels).
-fn pgm_header(data: &[u8], call: &Call<'_>) -> Result<(u64, u64, usize), AbiError> {
+fn pgm_header(data: &[u8], p: &PgmParams) -> Result<(u64, u64, usize), AbiError> {
     if !data.starts_with(b"P5") {
         return Err(corrupt("not a binary PGM (no 'P5' magic)"));
     }
@@ -75,9 +86,8 @@ fn pgm_header(data: &[u8], call: &Call<'_>) -> Result<(u64, u64, usize), AbiErro
     if w == 0 || h == 0 {
         return Err(corrupt(format!("an empty image ({w}x{h})")));
     }
-    let max_pixels = param_i64(call, "max_pixels", 1 << 24)?;
-    if w.saturating_mul(h) > max_pixels.max(0) as u64 {
-        return Err(invalid(format!("{w}x{h} is over max_pixels={max_pixels}")));
+    if w.saturating_mul(h) > p.max_pixels {
+        return Err(invalid(format!("{w}x{h} is over max_pixels={}", p.max_pixels)));
     }
     // One whitespace byte ends the header.
     if at >= data.len() || !data[at].is_ascii_whitespace() {
@@ -86,16 +96,16 @@ fn pgm_header(data: &[u8], call: &Call<'_>) -> Result<(u64, u64, usize), AbiErro
     Ok((w, h, at + 1))
 }
 
-impl ExportOp for DecodePgm {
-    fn name(&self) -> &str {
-        "decode_pgm"
-    }
-    fn kind(&self) -> u32 {
-        kind::DECODE
-    }
-    fn run(&self, call: &Call<'_>, out: &mut Output<'_>) -> Result<(), AbiError> {
+impl Op for DecodePgm {
+    const NAME: &'static str = "decode_pgm";
+    const DOC: &'static str = "Binary PGM (P5, 8-bit) to uint8 [H, W, 1].";
+    const KIND: u32 = kind::DECODE;
+    const OUTPUT_DTYPE: &'static str = "uint8";
+    const OUTPUT_NDIM: i32 = 3;
+    type Params = PgmParams;
+    fn run(&self, p: &PgmParams, call: &Call<'_>, out: &mut Output<'_>) -> Result<(), AbiError> {
         let data = call.data;
-        let (w, h, at) = pgm_header(data, call)?;
+        let (w, h, at) = pgm_header(data, p)?;
         let n = (w * h) as usize;
         let pixels = data.get(at..at + n).ok_or_else(|| {
             corrupt(format!("truncated: {w}x{h} needs {n} pixel bytes, {} are there", data.len().saturating_sub(at)))
@@ -110,21 +120,19 @@ struct DecodePgmRanged;
 /// Header bytes read first: enough for any PGM header this reader accepts.
 const HEADER_READ: u64 = 64;
 
-impl ExportOp for DecodePgmRanged {
-    fn name(&self) -> &str {
-        "decode_pgm_ranged"
-    }
-    fn kind(&self) -> u32 {
-        kind::DECODE
-    }
-    fn flags(&self) -> u32 {
-        flags::RANGED_INPUT
-    }
-    fn run(&self, call: &Call<'_>, out: &mut Output<'_>) -> Result<(), AbiError> {
-        let reader = call.reader.as_ref().ok_or_else(|| invalid("decode_pgm_ranged needs a reader"))?;
+impl Op for DecodePgmRanged {
+    const NAME: &'static str = "decode_pgm_ranged";
+    const DOC: &'static str = "decode_pgm, reading the header and the pixels by range, never the rest of the object.";
+    const KIND: u32 = kind::DECODE;
+    const FLAGS: u32 = flags::RANGED_INPUT;
+    const OUTPUT_DTYPE: &'static str = "uint8";
+    const OUTPUT_NDIM: i32 = 3;
+    type Params = PgmParams;
+    fn run(&self, p: &PgmParams, call: &Call<'_>, out: &mut Output<'_>) -> Result<(), AbiError> {
+        let reader = call.reader.as_ref().ok_or_else(|| invalid(format!("{} needs a reader", Self::NAME)))?;
         let mut head = vec![0u8; HEADER_READ.min(reader.size()) as usize];
         reader.read_at(0, &mut head)?;
-        let (w, h, at) = pgm_header(&head, call)?;
+        let (w, h, at) = pgm_header(&head, p)?;
         let n = w * h;
         if (at as u64).saturating_add(n) > reader.size() {
             return Err(corrupt(format!(
@@ -139,15 +147,14 @@ impl ExportOp for DecodePgmRanged {
 
 struct Invert;
 
-impl ExportOp for Invert {
-    fn name(&self) -> &str {
-        "native_invert"
-    }
-    fn kind(&self) -> u32 {
-        kind::TRANSFORM
-    }
-    fn run(&self, call: &Call<'_>, out: &mut Output<'_>) -> Result<(), AbiError> {
-        let (shape, src) = u8_input(call, "native_invert")?;
+impl Op for Invert {
+    const NAME: &'static str = "native_invert";
+    const DOC: &'static str = "255 - x on a uint8 tensor of any shape.";
+    const KIND: u32 = kind::TRANSFORM;
+    const OUTPUT_DTYPE: &'static str = "uint8";
+    type Params = NoParams;
+    fn run(&self, _: &NoParams, call: &Call<'_>, out: &mut Output<'_>) -> Result<(), AbiError> {
+        let (shape, src) = u8_input(call, Self::NAME)?;
         for (d, s) in out.alloc("uint8", shape)?.iter_mut().zip(src) {
             *d = 255 - s;
         }
@@ -157,19 +164,30 @@ impl ExportOp for Invert {
 
 struct Jitter;
 
-impl ExportOp for Jitter {
-    fn name(&self) -> &str {
-        "native_jitter"
+/// The parameters of native_jitter.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+struct JitterParams {
+    /// The largest offset either way.
+    amount: u8,
+}
+
+impl Default for JitterParams {
+    fn default() -> Self {
+        JitterParams { amount: 8 }
     }
-    fn kind(&self) -> u32 {
-        kind::TRANSFORM
-    }
-    fn run(&self, call: &Call<'_>, out: &mut Output<'_>) -> Result<(), AbiError> {
-        let amount = param_i64(call, "amount", 8)?;
-        if !(0..=255).contains(&amount) {
-            return Err(invalid(format!("amount must be in 0..=255, got {amount}")));
-        }
-        let (shape, src) = u8_input(call, "native_jitter")?;
+}
+
+impl Op for Jitter {
+    const NAME: &'static str = "native_jitter";
+    const DOC: &'static str =
+        "Adds one keyed offset in [-amount, amount] to every value of a uint8 tensor (saturating).";
+    const KIND: u32 = kind::TRANSFORM;
+    const OUTPUT_DTYPE: &'static str = "uint8";
+    type Params = JitterParams;
+    fn run(&self, p: &JitterParams, call: &Call<'_>, out: &mut Output<'_>) -> Result<(), AbiError> {
+        let amount = p.amount as i64;
+        let (shape, src) = u8_input(call, Self::NAME)?;
         let span = 2 * amount as u64 + 1;
         let offset = (call.key.draw(0) % span) as i64 - amount;
         for (d, &s) in out.alloc("uint8", shape)?.iter_mut().zip(src) {
@@ -179,9 +197,9 @@ impl ExportOp for Jitter {
     }
 }
 
-dataio_abi::export_ops!("dataio-nativeops": "decode_pgm" => DecodePgm, "decode_pgm_ranged" => DecodePgmRanged, "native_invert" => Invert, "native_jitter" => Jitter);
+dataio_abi::export_ops!(DecodePgm, DecodePgmRanged, Invert, Jitter);
 
 #[pymodule(gil_used = false, name = "_native")]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(op, m)?)
+    m.add_function(wrap_pyfunction!(ops, m)?)
 }
