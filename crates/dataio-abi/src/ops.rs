@@ -159,21 +159,20 @@ pub unsafe fn check_op_table(table: *const OpV1) -> Result<(), String> {
     }
     // SAFETY: non-null and, by the caller's promise, readable for the header fields.
     let t = unsafe { &*table };
-    if t.abi_version != OP_ABI_VERSION {
-        return Err(format!(
-            "op ABI version {} is not supported (this dataio speaks v{OP_ABI_VERSION})",
-            t.abi_version
-        ));
+    check_header((t.abi_version, OP_ABI_VERSION), (t.struct_size, std::mem::size_of::<OpV1>()), t.kind)
+}
+
+/// The checks every op table's header passes: its ABI version, a struct at
+/// least as large as this side's, a known kind.
+fn check_header((version, want): (u32, u32), (size, need): (u32, usize), op_kind: u32) -> Result<(), String> {
+    if version != want {
+        return Err(format!("op ABI version {version} is not the v{want} this capsule's name promises"));
     }
-    if (t.struct_size as usize) < std::mem::size_of::<OpV1>() {
-        return Err(format!(
-            "op table is {} bytes, v{OP_ABI_VERSION} needs {}",
-            t.struct_size,
-            std::mem::size_of::<OpV1>()
-        ));
+    if (size as usize) < need {
+        return Err(format!("op table is {size} bytes, v{want} needs {need}"));
     }
-    if t.kind != kind::DECODE && t.kind != kind::TRANSFORM {
-        return Err(format!("op kind {} is neither DECODE (1) nor TRANSFORM (2)", t.kind));
+    if op_kind != kind::DECODE && op_kind != kind::TRANSFORM {
+        return Err(format!("op kind {op_kind} is neither DECODE (1) nor TRANSFORM (2)"));
     }
     Ok(())
 }

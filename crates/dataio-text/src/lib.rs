@@ -11,7 +11,7 @@
 use dataio_abi::ops::{flags, kind, Call, Host, Op, Output};
 use dataio_abi::{status, AbiError};
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -91,14 +91,14 @@ fn base(uri: &str, fetch: impl FnOnce(&str) -> Result<Vec<u8>, String>) -> Resul
 }
 
 /// `padding=`: pad every row to max_length.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Padding {
     MaxLength,
 }
 
 /// `dtype=` of the ids.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum IdType {
     #[default]
@@ -109,7 +109,7 @@ pub enum IdType {
 /// The parameters of `tokenize`, parsed once per plan; `prepare` loads the
 /// tokenizer they name.
 #[derive(Debug, Deserialize, JsonSchema)]
-#[serde(default, deny_unknown_fields)]
+#[serde(deny_unknown_fields)]
 pub struct TokenizeParams {
     /// The URI of a Hugging Face tokenizer.json (any scheme dataio reads), or a tokenizers.Tokenizer.
     pub tokenizer: String,
@@ -117,34 +117,31 @@ pub struct TokenizeParams {
     #[schemars(range(min = 1))]
     pub max_length: Option<u64>,
     /// Truncate to max_length.
+    #[serde(default = "yes")]
     pub truncation: bool,
     /// "max_length" pads every row to max_length with the file's pad token.
     pub padding: Option<Padding>,
     /// Add the tokenizer's special tokens (BOS/EOS, CLS/SEP).
+    #[serde(default = "yes")]
     pub add_special_tokens: bool,
     /// The ids' dtype.
+    #[serde(default)]
     pub dtype: IdType,
     /// A longer text fails the row.
     #[schemars(range(min = 1))]
+    #[serde(default = "max_chars")]
     pub max_chars: u64,
     #[serde(skip)]
     #[schemars(skip)]
     tok: OnceLock<Arc<Tokenizer>>,
 }
 
-impl Default for TokenizeParams {
-    fn default() -> Self {
-        TokenizeParams {
-            tokenizer: String::new(),
-            max_length: None,
-            truncation: true,
-            padding: None,
-            add_special_tokens: true,
-            dtype: IdType::Int64,
-            max_chars: 1 << 22,
-            tok: OnceLock::new(),
-        }
-    }
+fn yes() -> bool {
+    true
+}
+
+fn max_chars() -> u64 {
+    1 << 22
 }
 
 fn invalid(m: impl Into<String>) -> AbiError {

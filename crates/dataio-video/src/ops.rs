@@ -8,7 +8,7 @@ use crate::{Error, Result};
 use dataio_abi::ops::{flags, kind, Call, Host, Key, NoParams, Op, Output, Reader};
 use dataio_abi::AbiError;
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value as Json};
 
 /// The input of a call as a [`Source`]: the core's ranged reader.
@@ -24,7 +24,7 @@ impl Source for ReaderSource<'_, '_> {
 }
 
 /// Where a clip starts when no start is given.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ClipAt {
     #[default]
@@ -34,7 +34,7 @@ pub enum ClipAt {
 }
 
 /// What a clip running past the last frame does.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum PadMode {
     #[default]
@@ -43,7 +43,7 @@ pub enum PadMode {
 }
 
 /// `audio=`: true, or the options of the `<slot>_audio` slot it adds.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(untagged)]
 pub enum AudioOption {
     On(bool),
@@ -153,7 +153,7 @@ impl VideoParams {
 }
 
 /// `offset=`: seconds, or "random".
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(untagged)]
 pub enum OffsetParam {
     Seconds(f64),

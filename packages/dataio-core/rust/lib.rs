@@ -9,6 +9,7 @@ mod dlpack;
 mod errors;
 mod formats;
 mod io;
+mod kit;
 mod loader;
 mod pack;
 mod report;
@@ -65,6 +66,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(backends::unregister_backend, m)?)?;
     m.add_function(wrap_pyfunction!(backends::register_native_op, m)?)?;
     m.add_function(wrap_pyfunction!(backends::native_op_declaration, m)?)?;
+    m.add_function(wrap_pyfunction!(kit::abi_crate_sources, m)?)?;
     m.add_function(wrap_pyfunction!(io::call_native_op, m)?)?;
     m.add_function(wrap_pyfunction!(backends::unregister_native_op, m)?)?;
     m.add_function(wrap_pyfunction!(backends::native_ops, m)?)?;

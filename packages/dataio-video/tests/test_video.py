@@ -455,3 +455,11 @@ def test_a_resumed_video_pipeline_runs_exactly_in_fresh_processes(tmp_path: Path
             # The rest of epoch 0, then epoch 1 whole, each as the uninterrupted run had them.
             assert resumed[0] == full[0][2:] and resumed[1] == full[1]
             assert len(resumed[2]) == len(full[1])
+
+
+def test_an_image_op_after_a_decoder_declaring_another_output_is_refused_when_built() -> None:
+    # decode_audio declares float32 [C, N]: resize cannot take it, and the plan says so before any read.
+    with pytest.raises(dataio.errors.PlanError, match=r"op resize: needs a uint8 image .* decode_audio before it declares float32 with 2"):
+        dataio.pipeline(dataio.slot("a").decode_audio(duration=1.0).resize(4, 4), dataio.batch(2))
+    # decode_video declares uint8 [T, H, W, 3]: the image ops take it.
+    dataio.pipeline(dataio.slot("v").decode_video(4).resize_short(8).center_crop(8, 8), dataio.batch(2))

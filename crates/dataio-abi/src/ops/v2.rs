@@ -13,7 +13,7 @@
 //! struct, its doc comments the help) and lists its ops in
 //! [`crate::export_ops!`]. Version 1 tables still load.
 
-use super::{borrow_call, kind, OpCallV1, OpOutV1, Output};
+use super::{borrow_call, OpCallV1, OpOutV1, Output};
 use crate::{status, AbiError, Str};
 use serde::de::DeserializeOwned;
 use serde_json::{json, Map, Value as Json};
@@ -97,16 +97,7 @@ pub unsafe fn check_op_v2_table(table: *const OpV2) -> Result<(), String> {
     }
     // SAFETY: non-null and, by the caller's promise, readable.
     let t = unsafe { &*table };
-    if t.abi_version != OP_ABI_V2 {
-        return Err(format!("a dataio.op.v2 capsule holds an op table of ABI version {}", t.abi_version));
-    }
-    if (t.struct_size as usize) < std::mem::size_of::<OpV2>() {
-        return Err(format!("op table is {} bytes, v2 needs {}", t.struct_size, std::mem::size_of::<OpV2>()));
-    }
-    if t.kind != kind::DECODE && t.kind != kind::TRANSFORM {
-        return Err(format!("op kind {} is neither DECODE (1) nor TRANSFORM (2)", t.kind));
-    }
-    Ok(())
+    super::check_header((t.abi_version, OP_ABI_V2), (t.struct_size, std::mem::size_of::<OpV2>()), t.kind)
 }
 
 // ---------------------------------------------------------------------------
@@ -175,7 +166,7 @@ pub trait Op: Send + Sync + 'static {
     const NAME: &'static str;
     /// What it does, one paragraph.
     const DOC: &'static str;
-    /// [`kind::DECODE`] or [`kind::TRANSFORM`].
+    /// [`super::kind::DECODE`] or [`super::kind::TRANSFORM`].
     const KIND: u32;
     /// [`super::flags`] bits.
     const FLAGS: u32 = 0;

@@ -16,7 +16,7 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 
-from . import convert
+from . import convert, new_plugin
 from .capabilities import format_report, report
 
 
@@ -145,7 +145,7 @@ def _ops(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m dataio", description="What dataio can do on this host.")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    sub = parser.add_subparsers(dest="command", metavar="{index,convert,ops}")
+    sub = parser.add_subparsers(dest="command", metavar="{index,convert,ops,new-plugin}")
     ix = sub.add_parser(
         "index",
         help="write a shard index (wids-shard-index-v1) of tar shards",
@@ -168,7 +168,10 @@ def main(argv: list[str] | None = None) -> int:
     convert.add_parser(sub)
     ops = sub.add_parser("ops", help="list the ops a pipeline can name, with their parameters' types, defaults and help")
     ops.add_argument("names", nargs="*", metavar="OP", help="only these ops")
+    new_plugin.add_parser(sub)
     args = parser.parse_args(argv)
+    if args.command == "new-plugin":
+        return new_plugin.run(args)
     if args.command == "ops":
         return _ops(args)
     if args.command == "convert":

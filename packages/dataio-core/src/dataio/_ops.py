@@ -76,8 +76,8 @@ def param_from_schema(schema: Mapping[str, Any], required: bool) -> Param:
             kinds = "string"
         for kind in [kinds] if isinstance(kinds, str) else list(kinds or []):
             types.extend(t for t in _JSON_TYPES.get(kind, ()) if t not in types)
-        choices.extend(alt.get("enum", ()))
-        if "const" in alt:
+        choices.extend(c for c in alt.get("enum", ()) if c is not None)  # None is always allowed
+        if alt.get("const") is not None:
             choices.append(alt["const"])
         for key, name in (("minimum", "minimum"), ("exclusiveMinimum", "exclusive_minimum"), ("maximum", "maximum")):
             if key in alt:

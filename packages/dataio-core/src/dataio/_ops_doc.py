@@ -41,6 +41,26 @@ def _row(op: BuiltinOp) -> list[str]:
     return [f"| `{op.name}` | {op.description}{flags} | {params} |"]
 
 
+def _plugin_sections() -> list[str]:
+    """The ops of the plugin packages shipped with dataio, from each op's own
+    declaration (op ABI v2): rendering needs those packages installed."""
+    from ._plugins import host
+    from .transforms import PLUGIN_PACKAGE_OPS
+
+    lines: list[str] = []
+    for dist in sorted(set(PLUGIN_PACKAGE_OPS.values())):
+        names = sorted(n for n, d in PLUGIN_PACKAGE_OPS.items() if d == dist)
+        lines += [f"## `{dist}` (a plugin package: `pip install {dist}`)", "",
+                  "| op | what it does | parameters |", "| --- | --- | --- |"]
+        for name in names:
+            spec = host.op(name)
+            if spec is None or not all(isinstance(p, Param) for p in spec.params.values()):
+                raise RuntimeError(f"rendering docs/ops.md needs {dist} installed (it declares {name})")
+            lines += _row(BuiltinOp(name, spec.kind, dict(spec.params), spec.description))
+        lines.append("")
+    return lines
+
+
 def render() -> str:
     lines = [
         "# Op reference",
@@ -57,6 +77,7 @@ def render() -> str:
             if op.kind == kind:
                 lines += _row(op)
         lines.append("")
+    lines += _plugin_sections()
     lines += [
         f"Normalization presets: {', '.join(f'`{p}`' for p in PRESETS)}.",
         "",

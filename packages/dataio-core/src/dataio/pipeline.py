@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import keyword
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from . import _native
@@ -624,17 +624,44 @@ def _check_plugin_ops(s: Slot) -> None:
     ``transforms.op``: check them here, where the pipeline is built."""
 
     def walk(ops: Iterable[Op | _Branch]) -> None:
+        before: tuple[str, Mapping[str, Any]] | None = None  # a plugin op and its declared output
         for o in ops:
             if isinstance(o, _Branch):
                 walk(o.then_ops)
                 walk(o.otherwise_ops)
+                before = None
             elif o.name not in BUILTIN_OPS:
                 try:
-                    T.check_plugin_params(T.plugin_op_spec(o.name), o.params)
+                    spec = T.plugin_op_spec(o.name)
+                    T.check_plugin_params(spec, o.params)
                 except PlanError as e:
                     raise PlanError(f"slot \"{s.name}\", {e}") from None
+                before = (o.name, spec.output) if spec.output else None
+            else:
+                if before is not None and o.name in IMAGE_OPS:
+                    _check_image_input(s.name, o.name, *before)
+                before = None
 
     walk(s.ops)
+
+
+#: Built-in ops that take a uint8 image [H, W, C] (or a clip [T, H, W, C]).
+IMAGE_OPS = frozenset({
+    "resize", "resize_short", "resize_long", "center_crop", "crop", "random_crop", "random_resized_crop",
+    "hflip", "vflip", "normalize", "to_chw", "encode_image",
+})
+
+
+def _check_image_input(slot: str, op: str, plugin_op: str, output: Mapping[str, Any]) -> None:
+    """An image op after a plugin op that declares an output it cannot take
+    (a float32 [N, 3] point cloud) is refused where the pipeline is built."""
+    dtype, ndim = output.get("dtype"), output.get("ndim")
+    if (dtype is not None and dtype != "uint8") or (ndim is not None and ndim not in (3, 4)):
+        got = f"{dtype or 'any dtype'} with {ndim if ndim is not None else 'any number of'} dimensions"
+        raise PlanError(
+            f"slot \"{slot}\", op {op}: needs a uint8 image [H, W, C] (or a clip [T, H, W, C]), but {plugin_op} "
+            f"before it declares {got}; cast or convert first"
+        )
 
 
 def _op_names(slots: Iterable[Slot]) -> set[str]:

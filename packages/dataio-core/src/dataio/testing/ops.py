@@ -188,7 +188,7 @@ class OpConformance:
         declared = list_ops()[self.op].params
         wrong = dict(self.wrong_params or {})
         for name, types in declared.items():
-            kinds = types if isinstance(types, tuple) else (types,)
+            kinds = getattr(types, "types", None) or (types if isinstance(types, tuple) else (types,))
             wrong.setdefault(name, 3 if str in kinds else "not-a-number")
         for name, value in wrong.items():
             with pytest.raises(PlanError, match=name):
