@@ -222,6 +222,8 @@ pub struct Call<'a> {
     pub reader: Option<Reader<'a>>,
     /// The object's version (etag, else mtime; "" when unknown): see [`OpCallV1::version`].
     pub version: &'a str,
+    /// `data` by range, for [`Call::source`].
+    memory: InMemory<'a>,
 }
 
 /// Ranged reads of a decoder's input.
@@ -230,20 +232,29 @@ pub struct Reader<'a> {
     _call: std::marker::PhantomData<&'a ()>,
 }
 
-impl Reader<'_> {
+/// A decoder's input read by range, whatever holds it: the core's reader
+/// over an object ([`Reader`]) or bytes in memory ([`InMemory`]).
+/// [`Call::source`] gives the call's; a plugin writes no adapter of its own.
+pub trait RangeRead {
     /// The input's size in bytes.
-    pub fn size(&self) -> u64 {
+    fn size(&self) -> u64;
+    /// Fills `dst` from `offset`; a range past the end is `OUT_OF_RANGE`.
+    fn read_at(&self, offset: u64, dst: &mut [u8]) -> Result<(), AbiError>;
+}
+
+fn out_of_range(offset: u64, len: usize, size: u64) -> AbiError {
+    AbiError::new(status::OUT_OF_RANGE, format!("read of {len} bytes at {offset} past the end ({size} bytes)"))
+}
+
+impl RangeRead for Reader<'_> {
+    fn size(&self) -> u64 {
         self.raw.size
     }
 
-    /// Fills `dst` from `offset`.
-    pub fn read_at(&self, offset: u64, dst: &mut [u8]) -> Result<(), AbiError> {
+    fn read_at(&self, offset: u64, dst: &mut [u8]) -> Result<(), AbiError> {
         let end = offset.checked_add(dst.len() as u64).filter(|&e| e <= self.raw.size);
         if end.is_none() {
-            return Err(AbiError::new(
-                status::OUT_OF_RANGE,
-                format!("read of {} bytes at {offset} past the end ({} bytes)", dst.len(), self.raw.size),
-            ));
+            return Err(out_of_range(offset, dst.len(), self.raw.size));
         }
         let read = self.raw.read.ok_or_else(|| AbiError::new(status::UNSUPPORTED, "no reader"))?;
         // SAFETY: the core's reader, valid for the call, filling exactly dst.len() bytes.
@@ -252,6 +263,35 @@ impl Reader<'_> {
             Ok(())
         } else {
             Err(AbiError::new(code, format!("reading {} bytes at {offset} failed", dst.len())))
+        }
+    }
+}
+
+/// Bytes in memory, read by range.
+pub struct InMemory<'a>(pub &'a [u8]);
+
+impl RangeRead for InMemory<'_> {
+    fn size(&self) -> u64 {
+        self.0.len() as u64
+    }
+
+    fn read_at(&self, offset: u64, dst: &mut [u8]) -> Result<(), AbiError> {
+        let src = usize::try_from(offset)
+            .ok()
+            .and_then(|at| self.0.get(at..at.checked_add(dst.len())?))
+            .ok_or_else(|| out_of_range(offset, dst.len(), self.0.len() as u64))?;
+        dst.copy_from_slice(src);
+        Ok(())
+    }
+}
+
+impl<'a> Call<'a> {
+    /// The decoder's input by range: the core's reader when the call has
+    /// one ([`flags::RANGED_INPUT`] over an object), else the call's bytes.
+    pub fn source(&self) -> &dyn RangeRead {
+        match &self.reader {
+            Some(r) => r,
+            None => &self.memory,
         }
     }
 }
@@ -453,8 +493,10 @@ unsafe fn borrow_call<'a>(call: &'a OpCallV1) -> Call<'a> {
         },
         data: bytes(t.data, t.len),
     });
+    let data = bytes(call.data, call.len);
     Call {
-        data: bytes(call.data, call.len),
+        data,
+        memory: InMemory(data),
         input,
         // SAFETY: live UTF-8 strings for the call.
         params: unsafe { call.params.as_str() },

@@ -11,25 +11,9 @@ use std::ptr;
 use std::sync::{Arc, Mutex};
 
 /// What the bytes of one media file are read from.
-pub trait Source {
-    fn size(&self) -> u64;
-    /// Fills `dst` from `offset` (the range lies within `size`).
-    fn read_at(&self, offset: u64, dst: &mut [u8]) -> Result<()>;
-}
-
-/// Bytes in memory.
-pub struct InMemory<'a>(pub &'a [u8]);
-
-impl Source for InMemory<'_> {
-    fn size(&self) -> u64 {
-        self.0.len() as u64
-    }
-    fn read_at(&self, offset: u64, dst: &mut [u8]) -> Result<()> {
-        let at = offset as usize;
-        dst.copy_from_slice(&self.0[at..at + dst.len()]);
-        Ok(())
-    }
-}
+/// What a file is read from, by range: the op ABI's [`dataio_abi::ops::RangeRead`]
+/// (the core's reader over an object, or [`InMemory`] bytes).
+pub use dataio_abi::ops::{InMemory, RangeRead as Source};
 
 /// The unit of a read from the source: reads are aligned to it, so the
 /// bytes fetched for a clip are its span rounded out to blocks.

@@ -5,23 +5,11 @@ use crate::clip::{self, ClipSpec, Pad, Start, DEFAULT_MAX_PIXELS};
 use crate::index::{self, FileIndex};
 use crate::media::Source;
 use crate::{Error, Result};
-use dataio_abi::ops::{flags, kind, Call, Host, Key, NoParams, Op, Output, Reader};
+use dataio_abi::ops::{flags, kind, Call, Host, Key, NoParams, Op, Output};
 use dataio_abi::AbiError;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value as Json};
-
-/// The input of a call as a [`Source`]: the core's ranged reader.
-struct ReaderSource<'a, 'b>(&'a Reader<'b>);
-
-impl Source for ReaderSource<'_, '_> {
-    fn size(&self) -> u64 {
-        self.0.size()
-    }
-    fn read_at(&self, offset: u64, dst: &mut [u8]) -> Result<()> {
-        self.0.read_at(offset, dst).map_err(Error::from)
-    }
-}
 
 /// Where a clip starts when no start is given.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
@@ -262,10 +250,7 @@ fn index_for(call: &Call<'_>, source: &dyn Source) -> Result<std::sync::Arc<File
 }
 
 fn with_source<T>(call: &Call<'_>, f: impl FnOnce(&dyn Source) -> Result<T>) -> Result<T> {
-    match &call.reader {
-        Some(r) => f(&ReaderSource(r)),
-        None => f(&crate::media::InMemory(call.data)),
-    }
+    f(call.source())
 }
 
 /// `decode_video`: a frame-exact clip, uint8 `[T, H, W, 3]`.

@@ -436,4 +436,15 @@ mod tests {
         let p = parse_params::<P>("decode_x", r#"{"mode": "exact"}"#).unwrap();
         assert_eq!((p.max_points, p.mode), (1024, Mode::Exact));
     }
+
+    #[test]
+    fn bytes_in_memory_read_by_range_refuse_a_range_past_the_end() {
+        use crate::ops::{InMemory, RangeRead};
+        let m = InMemory(b"0123456789");
+        let mut buf = [0u8; 4];
+        m.read_at(6, &mut buf).unwrap();
+        assert_eq!(&buf, b"6789");
+        assert_eq!(m.read_at(7, &mut buf).unwrap_err().status, status::OUT_OF_RANGE);
+        assert_eq!(m.read_at(u64::MAX, &mut buf).unwrap_err().status, status::OUT_OF_RANGE);
+    }
 }

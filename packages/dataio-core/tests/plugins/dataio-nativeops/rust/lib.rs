@@ -129,7 +129,8 @@ impl Op for DecodePgmRanged {
     const OUTPUT_NDIM: i32 = 3;
     type Params = PgmParams;
     fn run(&self, p: &PgmParams, call: &Call<'_>, out: &mut Output<'_>) -> Result<(), AbiError> {
-        let reader = call.reader.as_ref().ok_or_else(|| invalid(format!("{} needs a reader", Self::NAME)))?;
+        // The core's reader over the object, or the bytes in memory: one path.
+        let reader = call.source();
         let mut head = vec![0u8; HEADER_READ.min(reader.size()) as usize];
         reader.read_at(0, &mut head)?;
         let (w, h, at) = pgm_header(&head, p)?;
