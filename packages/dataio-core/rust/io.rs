@@ -637,39 +637,6 @@ impl Drop for Writer {
     }
 }
 
-/// An object read by range for a direct op call, counting what it fetches.
-struct OpObject {
-    backend: Arc<dyn Backend>,
-    uri: String,
-    size: u64,
-    version: String,
-    fetched: std::sync::atomic::AtomicU64,
-}
-
-impl dataio_engine::runtime::native_ops::RangeSource for OpObject {
-    fn size(&self) -> u64 {
-        self.size
-    }
-    fn read_at(&self, offset: u64, dst: &mut [u8]) -> dataio_engine::Result<()> {
-        let n = pools::block_on(self.backend.read_into(&self.uri, offset, dst))?;
-        self.fetched.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
-        if n != dst.len() {
-            return Err(Error::corrupt(
-                &self.uri,
-                "object",
-                format!("{n} bytes at {offset} where {} were asked", dst.len()),
-            ));
-        }
-        Ok(())
-    }
-    fn uri(&self) -> &str {
-        &self.uri
-    }
-    fn version(&self) -> &str {
-        &self.version
-    }
-}
-
 /// Runs native decoder `name` (a plugin's, see `register_native_op`) once on
 /// the object at `uri`, read by range as a loader would: the verbs plugins
 /// build on their decoders (`dataio.read_video`). Returns (dtype, shape,
@@ -686,16 +653,20 @@ pub fn call_native_op<'py>(
     epoch: u64,
     index: u64,
 ) -> PyResult<(String, Vec<usize>, Bound<'py, PyBytes>, u64)> {
-    use dataio_engine::runtime::native_ops::{self, CallKey};
+    use dataio_engine::runtime::native_ops::{self, CallKey, StoreObject};
     let op = native_ops::get(name).ok_or_else(|| {
         PyValueError::new_err(format!("no native op {name:?} is registered (is its plugin installed?)"))
     })?;
     let params: serde_json::Map<String, serde_json::Value> = serde_json::from_str(params)
         .map_err(|e| PyValueError::new_err(format!("op {name}: params must be a JSON object: {e}")))?;
     let b = resolve(py, uri)?;
-    let meta = py.detach(|| pools::block_on(b.head(uri))).map_py(py)?;
-    let version = meta.etag.clone().or_else(|| meta.mtime.map(|t| format!("mtime:{t}"))).unwrap_or_default();
-    let object = OpObject { backend: b, uri: uri.to_string(), size: meta.size, version, fetched: Default::default() };
+    let (size, version) = py.detach(|| StoreObject::head(&*b, uri)).map_py(py)?;
+    let fetched = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let count = fetched.clone();
+    let counted = Arc::new(move |n: u64| {
+        count.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+    });
+    let object = StoreObject::new(b.clone(), uri.to_string(), size, version, counted);
     let key = CallKey { seed, epoch, index, stream: 0 };
     let t = py
         .detach(|| {
@@ -703,17 +674,12 @@ pub fn call_native_op<'py>(
             if op.reads_ranges() {
                 prepared.decode_ranged(None, &object, key, uri)
             } else {
-                let data = pools::block_on(b_read_all(&object))?;
+                let data = pools::block_on(b.read_all(uri))?;
+                fetched.fetch_add(data.len() as u64, std::sync::atomic::Ordering::Relaxed);
                 prepared.decode(&data, key, uri)
             }
         })
         .map_py(py)?;
-    let fetched = object.fetched.load(std::sync::atomic::Ordering::Relaxed);
+    let fetched = fetched.load(std::sync::atomic::Ordering::Relaxed);
     Ok((t.dtype.name().to_string(), t.shape.clone(), PyBytes::new(py, t.bytes()), fetched))
-}
-
-async fn b_read_all(o: &OpObject) -> dataio_engine::Result<Bytes> {
-    let data = o.backend.read_all(&o.uri).await?;
-    o.fetched.fetch_add(data.len() as u64, std::sync::atomic::Ordering::Relaxed);
-    Ok(data)
 }

@@ -7,7 +7,7 @@
 
 use super::batch::{Batch, BatchBuilder, RowMeta};
 use super::delivery::Delivery;
-use super::native_ops;
+use super::native_ops::{self, StoreObject};
 use super::planner::{self, Explicit, PlanOptions, PlannedSource, Planner};
 use super::record::{Record, Value};
 use super::slot::{decoder_name, eval_field_pred, run_slot, Dest, ExternalOps, SampleKey, SlotInput, SlotOut};
@@ -670,40 +670,6 @@ fn reads_ranges(decoder: &crate::plan::Decoder) -> bool {
     }
 }
 
-/// An object a ranged decoder reads: its size from one `head`, each range
-/// counted in the loader's bytes read.
-struct StoreObject {
-    sh: Arc<Shared>,
-    backend: Arc<dyn Backend>,
-    uri: String,
-    size: u64,
-    version: String,
-}
-
-impl native_ops::RangeSource for StoreObject {
-    fn size(&self) -> u64 {
-        self.size
-    }
-    fn uri(&self) -> &str {
-        &self.uri
-    }
-    fn version(&self) -> &str {
-        &self.version
-    }
-    fn read_at(&self, offset: u64, dst: &mut [u8]) -> Result<()> {
-        let n = pools::block_on(self.backend.read_into(&self.uri, offset, dst))?;
-        self.sh.counters.bytes_read.fetch_add(n as u64, Ordering::Relaxed);
-        if n != dst.len() {
-            return Err(Error::corrupt(
-                &self.uri,
-                "object",
-                format!("{n} bytes at {offset} where {} were asked", dst.len()),
-            ));
-        }
-        Ok(())
-    }
-}
-
 fn dispatch(sh: Arc<Shared>, builder: Arc<BatchBuilder>, row: usize, idx: u64, rec: Record) {
     let inputs = classify(&sh.plan, &rec, idx);
     let remote = inputs.iter().any(|i| matches!(i, Ok(Input::Remote(..))));
@@ -824,17 +790,19 @@ fn process_row(
                 let (size, version) = match known {
                     Some(k) => k,
                     None => {
-                        let meta = pools::block_on(b.head(&u))
+                        let (size, version) = StoreObject::head(&*b, &u)
                             .map_err(|e| note_read_as_uri(e, &slot.field).in_row(ctx("read", Some(u.clone()))))?;
-                        let version =
-                            meta.etag.clone().or_else(|| meta.mtime.map(|t| format!("mtime:{t}"))).unwrap_or_default();
                         if let Some(m) = &sh.opts.metas {
-                            m.put(&u, meta.size, &version);
+                            m.put(&u, size, &version);
                         }
-                        (meta.size, version)
+                        (size, version)
                     }
                 };
-                let object = StoreObject { sh: sh.clone(), backend: b, uri: u.clone(), size, version };
+                let counters = sh.clone();
+                let counted = Arc::new(move |n: u64| {
+                    counters.counters.bytes_read.fetch_add(n, Ordering::Relaxed);
+                });
+                let object = StoreObject::new(b, u.clone(), size, version, counted);
                 (SlotInput::Object(Arc::new(object)), Some(u))
             }
             Input::Remote(_, u) => unreachable!("remote input {u} should have been fetched"),

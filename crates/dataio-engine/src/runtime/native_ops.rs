@@ -9,6 +9,7 @@
 
 use crate::base::error::{Error, Result};
 use crate::base::tensor::{DType, Tensor};
+use crate::io::backend::Backend;
 use dataio_abi::ops::{
     check_op_table, check_op_v2_table, flags, kind, HostV2, OpCallV1, OpOutV1, OpV1, OpV2, ReaderV1, TensorV1,
 };
@@ -102,6 +103,66 @@ impl RangeSource for InMemory<'_> {
         let at = offset as usize;
         let src = self.0.get(at..at + dst.len()).ok_or_else(|| Error::invalid("read past the end"))?;
         dst.copy_from_slice(src);
+        Ok(())
+    }
+}
+
+/// An object a ranged decoder reads through its backend: the size and
+/// version of one `head` (or known already), every range's bytes reported
+/// to `counted` (the loader's `bytes_read`, a verb's own count).
+pub struct StoreObject {
+    backend: Arc<dyn Backend>,
+    uri: String,
+    size: u64,
+    version: String,
+    counted: Arc<dyn Fn(u64) + Send + Sync>,
+}
+
+impl StoreObject {
+    /// The object at `uri` of `size` bytes, at `version`.
+    pub fn new(
+        backend: Arc<dyn Backend>,
+        uri: String,
+        size: u64,
+        version: String,
+        counted: Arc<dyn Fn(u64) + Send + Sync>,
+    ) -> Self {
+        StoreObject { backend, uri, size, version, counted }
+    }
+
+    /// The size and version of the object at `uri`: one `head`.
+    pub fn head(backend: &dyn Backend, uri: &str) -> Result<(u64, String)> {
+        let meta = crate::host::pools::block_on(backend.head(uri))?;
+        Ok((meta.size, object_version(meta.etag.as_deref(), meta.mtime)))
+    }
+}
+
+/// What identifies the version of an object: its etag, else its mtime
+/// (`"mtime:<t>"`), else "" (unknown).
+pub fn object_version(etag: Option<&str>, mtime: Option<f64>) -> String {
+    etag.map(str::to_string).or_else(|| mtime.map(|t| format!("mtime:{t}"))).unwrap_or_default()
+}
+
+impl RangeSource for StoreObject {
+    fn size(&self) -> u64 {
+        self.size
+    }
+    fn uri(&self) -> &str {
+        &self.uri
+    }
+    fn version(&self) -> &str {
+        &self.version
+    }
+    fn read_at(&self, offset: u64, dst: &mut [u8]) -> Result<()> {
+        let n = crate::host::pools::block_on(self.backend.read_into(&self.uri, offset, dst))?;
+        (self.counted)(n as u64);
+        if n != dst.len() {
+            return Err(Error::corrupt(
+                &self.uri,
+                "object",
+                format!("{n} bytes at {offset} where {} were asked", dst.len()),
+            ));
+        }
         Ok(())
     }
 }
