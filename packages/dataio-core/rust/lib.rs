@@ -39,6 +39,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<shards::PyShardSet>()?;
     m.add_class::<delivery::DeliveryTracker>()?;
     m.add_class::<pack::PyPacker>()?;
+    m.add_function(wrap_pyfunction!(pack::check_pack_shape, m)?)?;
     m.add_function(wrap_pyfunction!(shards::mix_plan, m)?)?;
     m.add_function(wrap_pyfunction!(loader::compile_plan, m)?)?;
     m.add_function(wrap_pyfunction!(loader::op_table, m)?)?;

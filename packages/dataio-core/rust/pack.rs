@@ -24,15 +24,37 @@ impl PyPacker {
     }
 }
 
-/// A document's token ids as i64: an engine tensor of any int dtype, or a
-/// buffer of int32 / int64 / uint32.
-fn tokens(item: &Bound<'_, PyAny>) -> PyResult<Option<Vec<i64>>> {
+/// A document's token ids: an int64 engine tensor is read where it lies
+/// (the tokenizer's output, never copied before the packer places it);
+/// another int dtype, or any int32 / int64 / uint32 buffer, as i64 ids.
+enum Doc {
+    Tensor(Tensor),
+    Owned(Vec<i64>),
+}
+
+impl Doc {
+    fn ids(&self) -> &[i64] {
+        match self {
+            Doc::Owned(v) => v,
+            Doc::Tensor(t) => {
+                let b = t.bytes();
+                // SAFETY: an int64 tensor's bytes, 8-aligned (checked when it was taken).
+                unsafe { std::slice::from_raw_parts(b.as_ptr().cast::<i64>(), b.len() / 8) }
+            }
+        }
+    }
+}
+
+fn tokens(item: &Bound<'_, PyAny>) -> PyResult<Option<Doc>> {
     if item.is_none() {
         return Ok(None);
     }
     if let Ok(t) = item.cast::<PyTensor>() {
         let t = &t.get().inner;
         let b = t.bytes();
+        if t.dtype == DType::I64 && (b.as_ptr() as usize).is_multiple_of(8) {
+            return Ok(Some(Doc::Tensor(t.clone())));
+        }
         let v: Vec<i64> = match t.dtype {
             DType::I64 => b.chunks_exact(8).map(|c| i64::from_ne_bytes(c.try_into().unwrap())).collect(),
             DType::I32 => b.chunks_exact(4).map(|c| i32::from_ne_bytes(c.try_into().unwrap()) as i64).collect(),
@@ -42,17 +64,17 @@ fn tokens(item: &Bound<'_, PyAny>) -> PyResult<Option<Vec<i64>>> {
                 return Err(PyTypeError::new_err(format!("pack(): token ids must be integers, got {}", other.name())))
             }
         };
-        return Ok(Some(v));
+        return Ok(Some(Doc::Owned(v)));
     }
     let py = item.py();
     if let Ok(b) = PyBuffer::<i64>::get(item) {
-        return Ok(Some(b.to_vec(py)?));
+        return Ok(Some(Doc::Owned(b.to_vec(py)?)));
     }
     if let Ok(b) = PyBuffer::<i32>::get(item) {
-        return Ok(Some(b.to_vec(py)?.into_iter().map(i64::from).collect()));
+        return Ok(Some(Doc::Owned(b.to_vec(py)?.into_iter().map(i64::from).collect())));
     }
     if let Ok(b) = PyBuffer::<u32>::get(item) {
-        return Ok(Some(b.to_vec(py)?.into_iter().map(i64::from).collect()));
+        return Ok(Some(Doc::Owned(b.to_vec(py)?.into_iter().map(i64::from).collect())));
     }
     Err(PyTypeError::new_err(format!(
         "pack(): a document must be an int32/int64 array of token ids, got {}",
@@ -60,14 +82,19 @@ fn tokens(item: &Bound<'_, PyAny>) -> PyResult<Option<Vec<i64>>> {
     )))
 }
 
-fn tensor_i64(py: Python<'_>, shape: Vec<usize>, v: &[i64]) -> PyResult<PyTensor> {
-    let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_ne_bytes()).collect();
-    Ok(PyTensor { inner: Tensor::from_bytes(DType::I64, shape, &bytes).map_py(py)? })
+/// An engine tensor of `values` (one copy, into the tensor's own buffer).
+fn tensor_of<T: Copy>(py: Python<'_>, dtype: DType, shape: Vec<usize>, values: &[T]) -> PyResult<PyTensor> {
+    // SAFETY: plain integers viewed as their bytes (u8 has no alignment).
+    let bytes = unsafe { std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), std::mem::size_of_val(values)) };
+    Ok(PyTensor { inner: Tensor::from_bytes(dtype, shape, bytes).map_py(py)? })
 }
 
-fn tensor_i32(py: Python<'_>, shape: Vec<usize>, v: &[i32]) -> PyResult<PyTensor> {
-    let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_ne_bytes()).collect();
-    Ok(PyTensor { inner: Tensor::from_bytes(DType::I32, shape, &bytes).map_py(py)? })
+/// Checks a packing's shape where `dataio.pack(...)` is written: the
+/// engine's one check (`pack::Config::check_shape`).
+#[pyfunction]
+pub fn check_pack_shape(py: Python<'_>, seq_len: i64, batch_size: i64, strategy: &str) -> PyResult<()> {
+    Strategy::parse(strategy).map_py(py)?;
+    Config::check_shape(seq_len, batch_size).map_py(py)
 }
 
 #[pymethods]
@@ -117,9 +144,9 @@ impl PyPacker {
         key: Option<u64>,
         skip: (u64, u64),
     ) -> PyResult<()> {
-        let owned: Vec<Option<Vec<i64>>> = docs.iter().map(|d| tokens(&d)).collect::<PyResult<_>>()?;
+        let owned: Vec<Option<Doc>> = docs.iter().map(|d| tokens(&d)).collect::<PyResult<_>>()?;
         py.detach(|| {
-            let refs: Vec<Option<&[i64]>> = owned.iter().map(|d| d.as_deref()).collect();
+            let refs: Vec<Option<&[i64]>> = owned.iter().map(|d| d.as_ref().map(Doc::ids)).collect();
             self.with(|p| p.feed_keyed(block, positions, &refs, groups.as_deref(), key.unwrap_or(block), skip))
         })
         .map_py(py)
@@ -158,11 +185,11 @@ impl PyPacker {
         let Some(b) = py.detach(|| self.with(Packer::next_batch)) else { return Ok(None) };
         let shape = vec![b.rows, b.seq_len];
         let d = PyDict::new(py);
-        d.set_item("input_ids", tensor_i64(py, shape.clone(), &b.input_ids)?)?;
-        d.set_item("labels", tensor_i64(py, shape.clone(), &b.labels)?)?;
-        d.set_item("position_ids", tensor_i64(py, shape.clone(), &b.position_ids)?)?;
-        d.set_item("document_ids", tensor_i32(py, shape, &b.document_ids)?)?;
-        d.set_item("cu_seqlens", tensor_i32(py, vec![b.cu_seqlens.len()], &b.cu_seqlens)?)?;
+        d.set_item("input_ids", tensor_of(py, DType::I64, shape.clone(), &b.input_ids)?)?;
+        d.set_item("labels", tensor_of(py, DType::I64, shape.clone(), &b.labels)?)?;
+        d.set_item("position_ids", tensor_of(py, DType::I64, shape.clone(), &b.position_ids)?)?;
+        d.set_item("document_ids", tensor_of(py, DType::I32, shape, &b.document_ids)?)?;
+        d.set_item("cu_seqlens", tensor_of(py, DType::I32, vec![b.cu_seqlens.len()], &b.cu_seqlens)?)?;
         d.set_item("max_seqlen", b.max_seqlen)?;
         Ok(Some(d))
     }

@@ -322,3 +322,18 @@ def test_without_end_tokens_with_a_pad_token_and_drop_last() -> None:
     pieces = [piece for b in batches for piece in check_batch(b, 32, 2)]
     seen = Counter(t for piece in pieces for t in piece)
     assert max(seen.values()) == 1 and set(seen) < set(all_tokens(recs))
+
+
+def test_the_packing_shape_is_checked_once_by_the_engine_where_pack_is_written() -> None:
+    from dataio.errors import PlanError
+
+    with pytest.raises(PlanError, match=r"seq_len must be at least 1 and below 2\^30, got 0"):
+        dataio.pack("t", seq_len=0, batch_size=2)
+    with pytest.raises(PlanError, match="seq_len must be an integer, got True"):
+        dataio.pack("t", seq_len=True, batch_size=2)
+    with pytest.raises(PlanError, match="batch_size must be positive, got -1"):
+        dataio.pack("t", seq_len=16, batch_size=-1)
+    with pytest.raises(PlanError, match=r"batch_size \* seq_len must fit int32"):
+        dataio.pack("t", seq_len=1 << 20, batch_size=4096)
+    with pytest.raises(PlanError, match="strategy must be 'best_fit' or 'concat'"):
+        dataio.pack("t", seq_len=16, batch_size=2, strategy="first_fit")

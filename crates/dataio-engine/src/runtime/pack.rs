@@ -52,6 +52,25 @@ impl Strategy {
     }
 }
 
+impl Config {
+    /// The one check of a packing's shape, where `dataio.pack(...)` is
+    /// written (through the binding) and when a packer is made.
+    pub fn check_shape(seq_len: i64, batch_size: i64) -> Result<()> {
+        if !(1..1 << 30).contains(&seq_len) {
+            return Err(Error::invalid(format!("pack(): seq_len must be at least 1 and below 2^30, got {seq_len}")));
+        }
+        if batch_size < 1 {
+            return Err(Error::invalid(format!("pack(): batch_size must be positive, got {batch_size}")));
+        }
+        if batch_size.saturating_mul(seq_len) > i32::MAX as i64 {
+            return Err(Error::invalid(format!(
+                "pack(): batch_size * seq_len must fit int32 (cu_seqlens), got {batch_size} * {seq_len}"
+            )));
+        }
+        Ok(())
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Config {
     pub seq_len: usize,
@@ -140,15 +159,10 @@ impl Packer {
     /// A packer for an epoch read from schedule position `start` (a block
     /// start), dropping what `skip` says of the first block (a resume).
     pub fn new(cfg: Config, start: u64, skip: (u64, u64)) -> Result<Self> {
-        if cfg.seq_len == 0 || cfg.seq_len > i32::MAX as usize / 2 {
-            return Err(Error::invalid(format!("pack(): seq_len must be in 1..2^30, got {}", cfg.seq_len)));
-        }
-        if cfg.batch_size == 0 {
-            return Err(Error::invalid("pack(): batch_size must be positive"));
-        }
-        if cfg.batch_size.saturating_mul(cfg.seq_len) > i32::MAX as usize {
-            return Err(Error::invalid("pack(): batch_size * seq_len must fit int32 (cu_seqlens)"));
-        }
+        Config::check_shape(
+            i64::try_from(cfg.seq_len).unwrap_or(i64::MAX),
+            i64::try_from(cfg.batch_size).unwrap_or(i64::MAX),
+        )?;
         let skip = (skip != (0, 0)).then_some(skip);
         Ok(Packer {
             cfg,

@@ -85,11 +85,16 @@ def make_spec(
 ) -> PackSpec:
     if not isinstance(slot, str) or not slot:
         raise PlanError(f"pack(slot): slot must be the name of the tokenized slot, got {slot!r}")
-    _positive("seq_len", seq_len, 1 << 30)
-    _positive("batch_size", batch_size)
-    _positive("window", window, 1 << 20)
-    if strategy not in STRATEGIES:
+    for name, v in (("seq_len", seq_len), ("batch_size", batch_size)):
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise PlanError(f"pack(): {name} must be an integer, got {v!r}")
+    if not isinstance(strategy, str):
         raise PlanError(f"pack(): strategy must be one of {', '.join(map(repr, STRATEGIES))}, got {strategy!r}")
+    try:  # the engine's one check of the shape and the strategy, now rather than at the first batch
+        _native.check_pack_shape(seq_len, batch_size, strategy)
+    except (ValueError, OverflowError) as e:
+        raise PlanError(str(e)) from None
+    _positive("window", window, 1 << 20)
     if eos_token is not None and (isinstance(eos_token, bool) or not isinstance(eos_token, (int, str))):
         raise PlanError(f"pack(): eos_token must be a token id, a token string or None, got {eos_token!r}")
     if pad_token is not None and (isinstance(pad_token, bool) or not isinstance(pad_token, int)):
