@@ -1,13 +1,22 @@
-//! The dataio op ABI, version 1: native decoders and transforms shipped in
-//! plugin packages.
+//! The dataio op ABI: native decoders and transforms shipped in plugin
+//! packages.
 //!
-//! A plugin's native module hands the core one `PyCapsule` named
-//! [`OP_CAPSULE_NAME`] per op, whose pointer is a `*mut OpV1`; the plugin's
-//! Python side registers it through the `dataio_register_ops` hook
-//! (`register("name", capsule, kind=..., params=...)`). The core checks
-//! `abi_version` and `struct_size` (the handshake) and that the table's name
-//! is the registered one, then calls `run` from its CPU pool, without the
-//! GIL, from many threads at once.
+//! **Version 2** (`ops/v2.rs`, capsule `dataio.op.v2`, what plugins write):
+//! each op is declared once in Rust ([`Op`]: name, doc, kind, flags, a
+//! serde + schemars parameter struct, Python hooks, output), its table
+//! carries that declaration, and its parameters are parsed once per plan
+//! ([`OpV2::prepare`]). [`crate::export_ops!`] writes the module's capsule
+//! factory; `dataio.plugins.NativeOpsPlugin` registers every op from it.
+//!
+//! **Version 1** (this file's `OpV1`, capsule [`OP_CAPSULE_NAME`]) still
+//! loads: a bare `run` given the parameters as JSON text, registered from
+//! Python with its name, kind and parameter types (`register("name",
+//! capsule, kind=..., params=...)`). The call, the output and the ranged
+//! reader below are shared by both versions.
+//!
+//! The core checks `abi_version` and `struct_size` (the handshake) and that
+//! the table's name is the registered one, then calls `run` from its CPU
+//! pool, without the GIL, from many threads at once.
 //!
 //! Rules of the edge:
 //! * `run` is synchronous and reentrant: one call per sample, on any thread.
@@ -17,12 +26,13 @@
 //!   the parameters and every string are valid only during the call.
 //! * Randomness comes from the call's key (`seed`, `epoch`, `index`,
 //!   `stream`), never from a global generator: the same key gives the same
-//!   result on any worker, after a resume and on Ray ([`OpCallV1::key`]).
+//!   result on any worker, after a resume and on Ray ([`Key::draw`]).
 //! * Failures are a status code and a message through [`OpOutV1::fail`]:
 //!   [`crate::status::INVALID_ARGUMENT`] for a bad parameter or input shape,
 //!   [`crate::status::CORRUPT`] for input bytes the op cannot read. The core
 //!   adds the record, slot, URI and op to the message.
-//! * No panic crosses the edge: [`export_op`] wraps `run` in `catch_unwind`.
+//! * No panic crosses the edge: the exported entry points wrap every call in
+//!   `catch_unwind`.
 
 use crate::{status, AbiError, Str};
 use std::ffi::{c_void, CStr};

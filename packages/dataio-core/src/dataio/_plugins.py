@@ -160,7 +160,7 @@ class OpSpec:
     params: Mapping[str, Any]
     fn: Callable[..., Any] | None
     description: str = ""
-    #: A plugin's native table (a ``dataio.op.v1`` capsule; adopted by the
+    #: A plugin's native table (a ``dataio.op.v2`` or ``v1`` capsule; adopted by the
     #: engine once plugins have loaded, then dropped here).
     capsule: Any = dataclasses.field(default=None, compare=False, repr=False)
     #: ``companions(slot, params) -> (params, [(slot, op, params) or batch transform, ...])``:
