@@ -63,9 +63,16 @@ fn cache() -> &'static Mutex<HashMap<String, Slot>> {
     C.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
+/// The tokenizer kept under `key`, made by `make` the first time it succeeds:
+/// a failure is not kept (a file that was missing, or a store that failed
+/// for a moment, is read again by the next plan that names it).
 fn once(key: &str, make: impl FnOnce() -> Result<Arc<Tokenizer>, String>) -> Result<Arc<Tokenizer>, String> {
     let slot = cache().lock().unwrap().entry(key.to_string()).or_default().clone();
-    slot.get_or_init(make).clone()
+    if let Some(Ok(t)) = slot.get() {
+        return Ok(t.clone());
+    }
+    let t = make()?;
+    Ok(slot.get_or_init(|| Ok(t)).clone().expect("only successes are kept"))
 }
 
 /// Keeps `bytes` as the tokenizer of `uri` (parsed now; an error if not a tokenizer).

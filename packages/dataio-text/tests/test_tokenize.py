@@ -144,6 +144,10 @@ def test_bad_input_is_a_typed_row_error(trained: tuple[str, Path], tmp_path: Pat
     missing = dataio.pipeline(dataio.slot("text").tokenize(tokenizer=str(tmp_path / "none.json")), dataio.batch(1))
     with pytest.raises(dataio.errors.DataioError, match="none.json"):
         rows(missing, [{"key": "a", "text": "x"}])
+    # The tokenizer is loaded when the loader starts (op ABI v2's prepare, once per plan):
+    # a missing file is the store's typed error before any record, even with none to read.
+    with pytest.raises(FileNotFoundError, match="none.json"):
+        rows(missing, [])
     with pytest.raises(dataio.errors.PlanError, match="tokenize"):
         dataio.pipeline(dataio.slot("text").tokenize(tokenizer=str(path), padding=3), dataio.batch(1))
 

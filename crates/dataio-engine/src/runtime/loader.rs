@@ -311,6 +311,7 @@ impl Loader {
         external: Option<Arc<dyn ExternalOps>>,
         parts: Option<PartReads>,
     ) -> Result<Loader> {
+        super::slot::prepare_native_ops(&plan)?;
         let rank_count = planner.rank_count();
         let per_batch = match plan.shape {
             Shape::Batch { size, .. } => size,

@@ -430,6 +430,46 @@ fn prepared(op: &Arc<NativeOp>, params: &ExtParams, record: &Record) -> Result<A
     Ok(p)
 }
 
+/// Prepares every native plugin op of `plan` whose parameters are fixed
+/// (no `dataio.col(...)`), once, before any record is read: a parameter the
+/// op refuses or a side file it cannot load fails the loader's start, not
+/// every row. A store's error (a missing tokenizer file) stays typed; the
+/// op's own refusal names the slot and the op.
+pub fn prepare_native_ops(plan: &crate::plan::Plan) -> Result<()> {
+    fn step_ops<'a>(steps: &'a [Step], out: &mut Vec<(&'a str, &'a ExtParams)>) {
+        for s in steps {
+            match s {
+                Step::External { name, params } => out.push((name, params)),
+                Step::Branch { then, otherwise, .. } => {
+                    step_ops(then, out);
+                    step_ops(otherwise, out);
+                }
+                _ => {}
+            }
+        }
+    }
+    for slot in &plan.slots {
+        let mut ops = Vec::new();
+        if let Decoder::External { name, params } = &slot.decoder {
+            ops.push((name.as_str(), params));
+        }
+        step_ops(&slot.steps, &mut ops);
+        for (name, params) in ops {
+            let Some(op) = native_ops::get(name) else { continue };
+            if has_cols(params) {
+                continue;
+            }
+            prepared(&op, params, &Record::new(Vec::new())).map_err(|e| match e {
+                Error::InvalidArgument(m) | Error::Plan(m) => {
+                    Error::Plan(format!("slot {:?}, {}", slot.name, m.strip_prefix("invalid plan: ").unwrap_or(&m)))
+                }
+                other => other,
+            })?;
+        }
+    }
+    Ok(())
+}
+
 /// Runs plugin decoder `name`: natively (no GIL) when a plugin registered a
 /// native table for it, else through the binding's Python ops.
 fn plugin_decode(
