@@ -679,7 +679,20 @@ pub fn call_native_op<'py>(
                 prepared.decode(&data, key, uri)
             }
         })
+        .map_err(|e| naming_the_object(e, uri))
         .map_py(py)?;
     let fetched = fetched.load(std::sync::atomic::Ordering::Relaxed);
     Ok((t.dtype.name().to_string(), t.shape.clone(), PyBytes::new(py, t.bytes()), fetched))
+}
+
+/// A verb decodes one object, with no record to name: an op's refusal
+/// (which names the op, not the data) gains the object's URI.
+fn naming_the_object(e: Error, uri: &str) -> Error {
+    match e {
+        Error::Decode { op, detail } if !detail.contains(uri) => {
+            Error::Decode { op, detail: format!("{uri}: {detail}") }
+        }
+        Error::InvalidArgument(msg) if !msg.contains(uri) => Error::InvalidArgument(format!("{uri}: {msg}")),
+        other => other,
+    }
 }
