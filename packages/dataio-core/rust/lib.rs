@@ -24,6 +24,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", dataio_engine::VERSION)?;
     m.add("ABI_VERSION", dataio_abi::ABI_VERSION)?;
     m.add("OP_ABI_VERSION", dataio_abi::ops::OP_ABI_VERSION)?;
+    // Every op table version the engine loads (v1 still loads, v2 is what plugins write).
+    m.add("OP_ABI_VERSIONS", (dataio_abi::ops::OP_ABI_VERSION, dataio_abi::ops::OP_ABI_V2))?;
     m.add("BACKEND_CAPSULE_NAME", dataio_abi::CAPSULE_NAME.to_str().unwrap_or_default())?;
     m.add_class::<io::ObjectMeta>()?;
     m.add_class::<io::Reader>()?;

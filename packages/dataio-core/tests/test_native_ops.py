@@ -76,6 +76,11 @@ def test_an_op_declared_once_in_rust_carries_its_doc_defaults_and_help_to_every_
     assert str(inspect.signature(dataio.slot("img").decode_pgm)) == "(max_pixels: int = 16777216)"
     text = dataio.pipeline(dataio.slot("img").decode_pgm(16).native_jitter(3), dataio.batch(4)).describe()
     assert "max_pixels=16" in text and "amount=3" in text, text
+    # A parameter left out shows the default it takes, under its op.
+    text = dataio.pipeline(dataio.slot("img").decode_pgm().native_jitter(3), dataio.batch(4)).describe()
+    assert f"decode_pgm defaults: max_pixels={1 << 24}" in text and "native_jitter defaults" not in text, text
+    report = subprocess.run([sys.executable, "-m", "dataio"], capture_output=True, text=True).stdout
+    assert "decode_pgm (native)" in report and "python -m dataio ops" in report, report
     listed = subprocess.run([sys.executable, "-m", "dataio", "ops"], capture_output=True, text=True).stdout
     assert "max_pixels" in listed and str(1 << 24) in listed and "more pixels" in listed, listed
 

@@ -12,6 +12,7 @@ from typing_extensions import Buffer
 __version__: str
 ABI_VERSION: int
 OP_ABI_VERSION: int
+OP_ABI_VERSIONS: tuple[int, ...]
 BACKEND_CAPSULE_NAME: str
 
 @final

@@ -77,7 +77,7 @@ def report() -> dict[str, Any]:
     return {
         "dataio": _native.__version__,
         "abi": _native.ABI_VERSION,
-        "op_abi": _native.OP_ABI_VERSION,
+        "op_abi": list(_native.OP_ABI_VERSIONS),
         "python": f"{platform.python_implementation()} {platform.python_version()}",
         "platform": f"{platform.system()}-{platform.machine()}",
         "cpu": {"logical": os.cpu_count(), "usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(), "features": _native.cpu_features()},
@@ -95,7 +95,7 @@ def report() -> dict[str, Any]:
 
 def format_report(r: dict[str, Any]) -> str:
     lines = [
-        f"dataio {r['dataio']}  (backend ABI v{r['abi']}, op ABI v{r['op_abi']})",
+        f"dataio {r['dataio']}  (backend ABI v{r['abi']}, op ABI {', '.join(f'v{v}' for v in r['op_abi'])})",
         f"python    {r['python']} on {r['platform']}",
         f"cpu       {r['cpu']['usable']} usable of {r['cpu']['logical']} logical; "
         f"features: {' '.join(r['cpu']['features']) or 'none detected'}",
@@ -111,6 +111,8 @@ def format_report(r: dict[str, Any]) -> str:
         detail = f"  {p['detail']}" if p["detail"] else ""
         ops = f"  ops: {', '.join(p['ops'])}" if p.get("ops") else ""
         lines.append(f"  {p['name']:<14} {p['version'] or '?':<8} {p['status']:<20} {schemes}{ops}{detail}")
+    if any(p.get("ops") for p in r["plugins"]):
+        lines.append("  (`python -m dataio ops [OP ...]` lists each op's parameters with their defaults and help)")
     lines += ["", "native libraries (dlopen, optional):"]
     for lib in r["libraries"]:
         if lib["found"]:

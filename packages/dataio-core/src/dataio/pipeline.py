@@ -594,6 +594,7 @@ class Pipeline(_Frozen):
             shape, dtype = static[s.name]
             out = f"{dtype}{list(shape)}" if shape else (f"{dtype}[variable]" if dtype else "variable")
             lines.append(f"  {s!r}  -> {out}")
+            lines += [f"      {line}" for line in _defaults_taken(s.ops)]
         lines.append(f"  {self.shape!r}")
         for t in self.batch_transforms:
             lines.append(f"  {t!r}")
@@ -617,6 +618,30 @@ class Pipeline(_Frozen):
         """Attach a record source: a sequence (len + indexing: shuffle, shard
         padding and resume by index) or any iterable of dicts."""
         return BoundPipeline(self, records)
+
+
+def _defaults_taken(ops: Iterable[Op | _Branch]) -> list[str]:
+    """For describe(): each op's parameters left at their defaults, with the
+    values they take (``resize_short: interpolation='bilinear', ...``)."""
+    from .plugins import list_ops
+
+    specs = list_ops()
+    lines: list[str] = []
+    for o in ops:
+        if isinstance(o, _Branch):
+            lines += _defaults_taken((*o.then_ops, *o.otherwise_ops))
+            continue
+        spec = specs.get(o.name)
+        if spec is None:
+            continue
+        taken = [
+            f"{name}={getattr(p, 'default', None)!r}"
+            for name, p in spec.params.items()
+            if name not in o.params and getattr(p, "default", None) is not None
+        ]
+        if taken:
+            lines.append(f"{o.name} defaults: {', '.join(taken)}")
+    return lines
 
 
 def _check_plugin_ops(s: Slot) -> None:
