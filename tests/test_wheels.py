@@ -14,9 +14,11 @@ from __future__ import annotations
 import email.parser
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -265,3 +267,104 @@ def test_the_core_alone_decodes_images_and_names_the_media_and_text_plugins(whee
     assert out["shape"] == [1, 8, 8, 3] and out["red"] > 150
     assert "dataio-video" in out["errors"]["decode_video"], out["errors"]
     assert "dataio-text" in out["errors"]["tokenize"], out["errors"]
+
+
+def test_the_video_wheel_bundles_an_lgpl_ffmpeg_and_needs_none_from_the_system(wheelhouse: Path) -> None:
+    """The wheel is manylinux2014 with FFmpeg inside: auditwheel finds no
+    external library, and the module's needed FFmpeg libraries are the
+    hash-named copies in dataio_video.libs/, not a system soname of one
+    FFmpeg major (libavcodec.so.59 of Debian 12, .58 of Ubuntu 22.04)."""
+    (wheel,) = wheelhouse.glob("dataio_video-*.whl")
+    assert "manylinux2014_x86_64" in wheel.name, wheel.name
+    show = subprocess.run([sys.executable, "-m", "auditwheel", "show", str(wheel)], capture_output=True, text=True,
+                          check=True).stdout
+    assert 'is consistent with the following platform tag: "manylinux_2_17_x86_64"' in " ".join(show.split()), show
+    assert "external shared libraries" not in show, show
+    with zipfile.ZipFile(wheel) as zf:
+        names = zf.namelist()
+        module = next(n for n in names if n.startswith("dataio_video/_native") and n.endswith(".so"))
+        bundled = {Path(n).name for n in names if n.startswith("dataio_video.libs/")}
+        licences = {Path(n).name for n in names if ".dist-info/licenses/" in n}
+        with tempfile.TemporaryDirectory() as tmp:
+            dynamic = subprocess.run(["readelf", "-d", zf.extract(module, tmp)], capture_output=True, text=True,
+                                     check=True).stdout
+    needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", dynamic)
+    ffmpeg = [lib for lib in needed if lib.startswith(("libav", "libsw"))]
+    assert sorted(lib.split("-")[0] for lib in ffmpeg) == ["libavcodec", "libavformat", "libavutil", "libswresample",
+                                                          "libswscale"], needed
+    assert set(ffmpeg) <= bundled, (ffmpeg, bundled)
+    assert not any(re.fullmatch(r"lib(av|sw)\w+\.so\.\d+", lib) for lib in needed), needed
+    assert "$ORIGIN/../dataio_video.libs" in dynamic, dynamic
+    assert {"LICENSE", "FFmpeg-LGPL-2.1.txt", "dav1d-BSD-2-Clause.txt", "NOTICE-bundled.md"} <= licences, licences
+
+
+def test_the_installed_video_wheel_decodes_with_its_own_ffmpeg(wheelhouse: Path, tmp_path: Path) -> None:
+    """In a clean venv: H.264, VP9 and AV1 (dav1d) clips and AAC and Opus
+    audio decode to what Debian's FFmpeg decodes, and every FFmpeg library
+    the process maps comes from the wheel."""
+    ffmpeg = shutil.which("ffmpeg")
+    assert ffmpeg, "the test writes its media with the ffmpeg CLI (nox installs Debian's ffmpeg)"
+    media = tmp_path / "media"
+    media.mkdir()
+    src = ["-f", "lavfi", "-i", "testsrc2=size=96x64:rate=25", "-t", "1", "-pix_fmt", "yuv420p", "-g", "10"]
+    clips = {
+        "h264.mp4": ["-c:v", "libx264", "-crf", "12"],
+        "vp9.webm": ["-c:v", "libvpx-vp9", "-crf", "12", "-b:v", "0"],
+        "av1.mkv": ["-c:v", "libaom-av1", "-cpu-used", "8", "-crf", "12"],
+    }
+    for name, codec in {**clips, "ffv1.mkv": ["-c:v", "ffv1"]}.items():
+        subprocess.run([ffmpeg, "-v", "error", "-y", *src, *codec, str(media / name)], check=True)
+    tone = ["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000:duration=1"]
+    sounds = {"aac.m4a": ["-c:a", "aac"], "opus.ogg": ["-c:a", "libopus"]}
+    for name, codec in sounds.items():
+        subprocess.run([ffmpeg, "-v", "error", "-y", *tone, *codec, str(media / name)], check=True)
+
+    python = fresh_venv(tmp_path / "venv")
+    install(python, wheelhouse, "dataio-video")
+    code = (
+        "import json, sys, numpy as np, dataio\n"
+        "media = sys.argv[1]\n"
+        "out = {}\n"
+        f"for name in {sorted(clips)!r}:\n"
+        "    frames = dataio.read_video(f'{media}/{name}', 0, 4)\n"
+        "    np.save(f'{media}/{name}.npy', frames)\n"
+        "p = dataio.pipeline(dataio.slot('video').decode_video(4, 2), dataio.batch(2))\n"
+        f"with p.bind([{{'video': f'{{media}}/{{n}}'}} for n in {sorted(clips)!r}[:2]]).run('numpy') as loader:\n"
+        "    out['batch'] = list(next(iter(loader))['video'].shape)\n"
+        f"for name in {sorted(sounds)!r}:\n"
+        "    np.save(f'{media}/{name}.npy', dataio.read_audio(f'{media}/{name}', mono=True))\n"
+        "try:\n"
+        "    dataio.read_video(f'{media}/ffv1.mkv', 0, 1)\n"
+        "except Exception as e:\n"
+        "    out['ffv1'] = f'{type(e).__name__}: {e}'\n"
+        "maps = open('/proc/self/maps').read().split()\n"
+        "out['libs'] = sorted({w for w in maps if '/libav' in w or '/libsw' in w})\n"
+        "print(json.dumps(out))\n"
+    )
+    proc = subprocess.run([str(python), "-c", code, str(media)], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["batch"] == [2, 4, 64, 96, 3], out
+    # A codec the bundled build leaves out is a typed error naming it and the file.
+    assert "ffv1" in out.get("ffv1", "") and "ffv1.mkv" in out["ffv1"], out
+    assert len(out["libs"]) == 5, out["libs"]
+    assert all("/dataio_video.libs/" in lib and lib.startswith(str(tmp_path / "venv")) for lib in out["libs"]), out["libs"]
+
+    import numpy as np
+
+    for name in clips:
+        got = np.load(media / f"{name}.npy")
+        ref = subprocess.run([ffmpeg, "-v", "error", "-i", str(media / name), "-frames:v", "4", "-f", "rawvideo",
+                              "-pix_fmt", "rgb24", "-"], capture_output=True, check=True).stdout
+        want = np.frombuffer(ref, np.uint8).reshape(4, 64, 96, 3)
+        assert got.shape == want.shape, (name, got.shape)
+        # Same FFmpeg version, another build and scaler path: equal within rounding.
+        assert np.abs(got.astype(int) - want).mean() < 2.0, name
+    for name in sounds:
+        got = np.load(media / f"{name}.npy").reshape(-1)
+        ref = subprocess.run([ffmpeg, "-v", "error", "-i", str(media / name), "-f", "f32le", "-ac", "1", "-"],
+                             capture_output=True, check=True).stdout
+        want = np.frombuffer(ref, np.float32)
+        n = min(len(got), len(want))
+        assert n > 40000 and abs(len(got) - len(want)) < 2048, (name, len(got), len(want))
+        assert np.abs(got[:n] - want[:n]).max() < 1e-3, name
