@@ -69,6 +69,15 @@ pub struct RawBatch {
     inner: Option<Batch>,
 }
 
+impl RawBatch {
+    /// Takes one slot's value out (the packer's token slot), natively.
+    pub(crate) fn take_slot(&mut self, name: &str) -> Option<SlotValue> {
+        let slots = &mut self.inner.as_mut()?.slots;
+        let i = slots.iter().position(|(n, _)| n == name)?;
+        Some(slots.remove(i).1)
+    }
+}
+
 #[pymethods]
 impl RawBatch {
     #[getter]

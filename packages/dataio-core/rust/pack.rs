@@ -1,12 +1,15 @@
 //! `Packer`: the engine's sequence packer ([`dataio_engine::runtime::pack`])
-//! for `dataio.pack`. The loader feeds it the token documents of each block
-//! (engine tensors or any int buffer) and takes packed batches as engine
-//! tensors, which it converts like any other slot.
+//! for `dataio.pack`. The loader hands it each block's engine batch, whose
+//! token slot it takes natively (`feed_batch`; `feed` takes numpy arrays from
+//! a batch executed elsewhere), and takes packed batches as engine tensors,
+//! which it converts like any other slot.
 
 use crate::dlpack::PyTensor;
 use crate::errors::IntoPy;
+use crate::loader::RawBatch;
 use dataio_engine::base::tensor::{DType, Tensor};
-use dataio_engine::runtime::pack::{Config, Packer, Strategy};
+use dataio_engine::runtime::pack::{Config, Documents, Packer, Strategy};
+use dataio_engine::runtime::SlotValue;
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -24,62 +27,29 @@ impl PyPacker {
     }
 }
 
-/// A document's token ids: an int64 engine tensor is read where it lies
-/// (the tokenizer's output, never copied before the packer places it);
-/// another int dtype, or any int32 / int64 / uint32 buffer, as i64 ids.
-enum Doc {
-    Tensor(Tensor),
-    Owned(Vec<i64>),
-}
-
-impl Doc {
-    fn ids(&self) -> &[i64] {
-        match self {
-            Doc::Owned(v) => v,
-            Doc::Tensor(t) => {
-                let b = t.bytes();
-                // SAFETY: an int64 tensor's bytes, 8-aligned (checked when it was taken).
-                unsafe { std::slice::from_raw_parts(b.as_ptr().cast::<i64>(), b.len() / 8) }
-            }
-        }
-    }
-}
-
-fn tokens(item: &Bound<'_, PyAny>) -> PyResult<Option<Doc>> {
+/// A document handed from Python (`Packer.feed`): an engine tensor as it
+/// is, an int32 / int64 / uint32 buffer copied once into one.
+fn document(item: &Bound<'_, PyAny>) -> PyResult<Option<Tensor>> {
     if item.is_none() {
         return Ok(None);
     }
     if let Ok(t) = item.cast::<PyTensor>() {
-        let t = &t.get().inner;
-        let b = t.bytes();
-        if t.dtype == DType::I64 && (b.as_ptr() as usize).is_multiple_of(8) {
-            return Ok(Some(Doc::Tensor(t.clone())));
-        }
-        let v: Vec<i64> = match t.dtype {
-            DType::I64 => b.chunks_exact(8).map(|c| i64::from_ne_bytes(c.try_into().unwrap())).collect(),
-            DType::I32 => b.chunks_exact(4).map(|c| i32::from_ne_bytes(c.try_into().unwrap()) as i64).collect(),
-            DType::U32 => b.chunks_exact(4).map(|c| u32::from_ne_bytes(c.try_into().unwrap()) as i64).collect(),
-            DType::U16 => b.chunks_exact(2).map(|c| u16::from_ne_bytes(c.try_into().unwrap()) as i64).collect(),
-            other => {
-                return Err(PyTypeError::new_err(format!("pack(): token ids must be integers, got {}", other.name())))
-            }
-        };
-        return Ok(Some(Doc::Owned(v)));
+        return Ok(Some(t.get().inner.clone()));
     }
     let py = item.py();
-    if let Ok(b) = PyBuffer::<i64>::get(item) {
-        return Ok(Some(Doc::Owned(b.to_vec(py)?)));
-    }
-    if let Ok(b) = PyBuffer::<i32>::get(item) {
-        return Ok(Some(Doc::Owned(b.to_vec(py)?.into_iter().map(i64::from).collect())));
-    }
-    if let Ok(b) = PyBuffer::<u32>::get(item) {
-        return Ok(Some(Doc::Owned(b.to_vec(py)?.into_iter().map(i64::from).collect())));
-    }
-    Err(PyTypeError::new_err(format!(
-        "pack(): a document must be an int32/int64 array of token ids, got {}",
-        item.get_type().name()?
-    )))
+    let ids: Vec<i64> = if let Ok(b) = PyBuffer::<i64>::get(item) {
+        b.to_vec(py)?
+    } else if let Ok(b) = PyBuffer::<i32>::get(item) {
+        b.to_vec(py)?.into_iter().map(i64::from).collect()
+    } else if let Ok(b) = PyBuffer::<u32>::get(item) {
+        b.to_vec(py)?.into_iter().map(i64::from).collect()
+    } else {
+        return Err(PyTypeError::new_err(format!(
+            "pack(): a document must be an int32/int64 array of token ids, got {}",
+            item.get_type().name()?
+        )));
+    };
+    tensor_of(py, DType::I64, vec![ids.len()], &ids).map(|t| Some(t.inner))
 }
 
 /// An engine tensor of `values` (one copy, into the tensor's own buffer).
@@ -131,7 +101,9 @@ impl PyPacker {
     /// Feeds the documents of the block at `block` covering `positions`
     /// schedule positions; `groups` (one per document) names a mix's
     /// source of each, for the token shares in `stats()`; `key` and `skip`
-    /// are an elastic unit's (`Packer::feed_keyed`).
+    /// are an elastic unit's (`Packer::feed_keyed`). For a batch executed
+    /// away from the loader (numpy arrays); the loader's own batches go
+    /// through `feed_batch`.
     #[pyo3(signature = (block, positions, docs, groups=None, key=None, skip=(0, 0)))]
     #[allow(clippy::too_many_arguments)]
     fn feed(
@@ -144,10 +116,34 @@ impl PyPacker {
         key: Option<u64>,
         skip: (u64, u64),
     ) -> PyResult<()> {
-        let owned: Vec<Option<Doc>> = docs.iter().map(|d| tokens(&d)).collect::<PyResult<_>>()?;
+        let items: Vec<Option<Tensor>> = docs.iter().map(|d| document(&d)).collect::<PyResult<_>>()?;
         py.detach(|| {
-            let refs: Vec<Option<&[i64]>> = owned.iter().map(|d| d.as_ref().map(Doc::ids)).collect();
-            self.with(|p| p.feed_keyed(block, positions, &refs, groups.as_deref(), key.unwrap_or(block), skip))
+            let docs = Documents::of_tensors(items)?;
+            self.with(|p| p.feed_documents(block, positions, &docs, groups.as_deref(), key.unwrap_or(block), skip))
+        })
+        .map_py(py)
+    }
+
+    /// `feed` of the documents in `slot` of an engine batch, taken out of
+    /// it natively: no Python object is made per document, and an int64
+    /// document (the tokenizer's output) is read where the engine put it.
+    #[pyo3(signature = (block, positions, batch, slot, groups=None, key=None, skip=(0, 0)))]
+    #[allow(clippy::too_many_arguments)]
+    fn feed_batch(
+        &self,
+        py: Python<'_>,
+        block: u64,
+        positions: u64,
+        mut batch: PyRefMut<'_, RawBatch>,
+        slot: &str,
+        groups: Option<Vec<u32>>,
+        key: Option<u64>,
+        skip: (u64, u64),
+    ) -> PyResult<()> {
+        let value = batch.take_slot(slot).unwrap_or(SlotValue::List(Vec::new()));
+        py.detach(|| {
+            let docs = Documents::of_slot(value)?;
+            self.with(|p| p.feed_documents(block, positions, &docs, groups.as_deref(), key.unwrap_or(block), skip))
         })
         .map_py(py)
     }

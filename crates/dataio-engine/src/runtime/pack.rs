@@ -21,9 +21,91 @@
 //! run reads again are at most the current block's (plus, for `concat`,
 //! those of the sequence being filled), never the epoch before it.
 
+use super::batch::SlotValue;
 use crate::base::error::{Error, Result};
 use crate::base::rng::Stream;
+use crate::base::tensor::{DType, Tensor};
 use std::collections::{BTreeSet, VecDeque};
+
+/// A block's documents as the packer reads them, taken from the slot the
+/// engine produced: an int64 document (the tokenizer's output) is read
+/// where it lies, a row of a stacked slot as a view of it; another integer
+/// dtype is converted to i64 once.
+pub struct Documents(Vec<Option<DocIds>>);
+
+enum DocIds {
+    /// `len` i64 ids at element `start` of an int64 tensor.
+    InPlace {
+        t: Tensor,
+        start: usize,
+        len: usize,
+    },
+    Owned(Vec<i64>),
+}
+
+impl Documents {
+    /// The documents of a batch's slot: one per row.
+    pub fn of_slot(value: SlotValue) -> Result<Self> {
+        match value {
+            SlotValue::List(items) => Self::of_tensors(items),
+            SlotValue::Stacked(t) => {
+                let rows = t.shape.first().copied().unwrap_or(1);
+                let len = t.numel().checked_div(rows).unwrap_or(0);
+                (0..rows).map(|r| DocIds::of(&t, r * len, len).map(Some)).collect::<Result<_>>().map(Documents)
+            }
+        }
+    }
+
+    /// One document per tensor (`None`: a row without one, dropped).
+    pub fn of_tensors(items: Vec<Option<Tensor>>) -> Result<Self> {
+        let docs = items.into_iter().map(|t| t.map(|t| DocIds::of(&t, 0, t.numel())).transpose());
+        docs.collect::<Result<_>>().map(Documents)
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    fn ids(&self) -> Vec<Option<&[i64]>> {
+        self.0.iter().map(|d| d.as_ref().map(DocIds::ids)).collect()
+    }
+}
+
+impl DocIds {
+    fn of(t: &Tensor, start: usize, len: usize) -> Result<Self> {
+        let size = t.dtype.size();
+        let b = &t.bytes()[start * size..(start + len) * size];
+        Ok(match t.dtype {
+            DType::I64 if (b.as_ptr() as usize).is_multiple_of(8) => DocIds::InPlace { t: t.clone(), start, len },
+            DType::I64 => DocIds::Owned(b.chunks_exact(8).map(|c| i64::from_ne_bytes(c.try_into().unwrap())).collect()),
+            DType::I32 => {
+                DocIds::Owned(b.chunks_exact(4).map(|c| i32::from_ne_bytes(c.try_into().unwrap()).into()).collect())
+            }
+            DType::U32 => {
+                DocIds::Owned(b.chunks_exact(4).map(|c| u32::from_ne_bytes(c.try_into().unwrap()).into()).collect())
+            }
+            DType::U16 => {
+                DocIds::Owned(b.chunks_exact(2).map(|c| u16::from_ne_bytes(c.try_into().unwrap()).into()).collect())
+            }
+            other => return Err(Error::invalid(format!("pack(): token ids must be integers, got {}", other.name()))),
+        })
+    }
+
+    fn ids(&self) -> &[i64] {
+        match self {
+            DocIds::Owned(v) => v,
+            DocIds::InPlace { t, start, len } => {
+                let b = &t.bytes()[start * 8..(start + len) * 8];
+                // SAFETY: int64 elements, 8-aligned (checked in `of`).
+                unsafe { std::slice::from_raw_parts(b.as_ptr().cast::<i64>(), *len) }
+            }
+        }
+    }
+}
 
 /// The random stream of a block's sequence order (an op id no per-record
 /// op uses).
@@ -208,6 +290,20 @@ impl Packer {
     /// given, names each document's group for [`PackStats::group_tokens`].
     pub fn feed(&mut self, block: u64, positions: u64, docs: &[Option<&[i64]>], groups: Option<&[u32]>) -> Result<()> {
         self.feed_keyed(block, positions, docs, groups, block, (0, 0))
+    }
+
+    /// [`Packer::feed_keyed`] of a block's [`Documents`], as the engine
+    /// produced them: no document is copied before it is placed.
+    pub fn feed_documents(
+        &mut self,
+        block: u64,
+        positions: u64,
+        docs: &Documents,
+        groups: Option<&[u32]>,
+        key: u64,
+        skip: (u64, u64),
+    ) -> Result<()> {
+        self.feed_keyed(block, positions, &docs.ids(), groups, key, skip)
     }
 
     /// [`Packer::feed`] of a block read elsewhere than at `block` (an
@@ -488,6 +584,45 @@ mod tests {
             .iter()
             .flat_map(|b| b.input_ids.iter().zip(&b.document_ids).filter(|(_, &d)| d >= 0).map(|(&t, _)| t))
             .collect()
+    }
+
+    fn tensor<T: Copy>(dtype: DType, shape: Vec<usize>, values: &[T]) -> Tensor {
+        // SAFETY: plain integers viewed as bytes.
+        let b = unsafe { std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), std::mem::size_of_val(values)) };
+        Tensor::from_bytes(dtype, shape, b).unwrap()
+    }
+
+    #[test]
+    fn documents_of_a_slot_pack_as_the_same_ids_fed_as_slices() {
+        let d = docs(&[5, 3, 9, 4]);
+        let want = feed_all(&mut Packer::new(cfg(Strategy::Concat, 8, 2), 0, (0, 0)).unwrap(), &[d.clone()], 4, 0);
+        // A list slot: int64 documents read in place, an int32 one converted, a row without one.
+        let i32_doc: Vec<i32> = d[1].iter().map(|&t| t as i32).collect();
+        let items = vec![
+            Some(tensor(DType::I64, vec![5], &d[0])),
+            Some(tensor(DType::I32, vec![3], &i32_doc)),
+            None,
+            Some(tensor(DType::I64, vec![9], &d[2])),
+            Some(tensor(DType::I64, vec![4], &d[3])),
+        ];
+        let docs = Documents::of_slot(SlotValue::List(items)).unwrap();
+        assert_eq!(docs.len(), 5);
+        let mut p = Packer::new(cfg(Strategy::Concat, 8, 2), 0, (0, 0)).unwrap();
+        p.feed_documents(0, 5, &docs, None, 0, (0, 0)).unwrap();
+        p.finish();
+        let got: Vec<Packed> = std::iter::from_fn(|| p.next_batch()).collect();
+        assert_eq!(tokens_of(&got), tokens_of(&want));
+        assert_eq!(
+            got.iter().map(|b| b.input_ids.clone()).collect::<Vec<_>>(),
+            want.iter().map(|b| b.input_ids.clone()).collect::<Vec<_>>()
+        );
+        // A stacked slot: each row one document, viewed in place.
+        let rows: Vec<i64> = d[0].iter().chain(&d[0]).copied().collect();
+        let docs = Documents::of_slot(SlotValue::Stacked(tensor(DType::I64, vec![2, 5], &rows))).unwrap();
+        assert_eq!(docs.ids(), vec![Some(&d[0][..]), Some(&d[0][..])]);
+        // Token ids that are not integers are refused, naming the dtype.
+        let bad = Documents::of_slot(SlotValue::List(vec![Some(tensor(DType::F32, vec![2], &[1.0f32, 2.0]))]));
+        assert!(bad.err().unwrap().to_string().contains("must be integers, got float32"));
     }
 
     #[test]

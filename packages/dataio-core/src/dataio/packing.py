@@ -376,16 +376,20 @@ class PackedRun:
                 self.done = True
                 continue
             position = run.position
-            docs = raw.take_slots().get(self.spec.slot, [])
-            if not isinstance(docs, list):  # one document per row, stacked: rows of equal length
-                docs = list(docs)
             self.errors.extend(raw.errors())
             groups = [int(g) for g in self.sources_of(raw.indices)] if self.sources_of is not None else None
             unit = getattr(run, "unit", None)
-            if unit is not None:  # an elastic unit: another rank's block, keyed where it was read
-                packer.feed(self.fed, position - self.fed, docs, groups, unit[0], unit[1])
-            else:
-                packer.feed(self.fed, position - self.fed, docs, groups)
+            # An elastic unit is another rank's block, keyed where it was read.
+            key, skip = unit if unit is not None else (None, (0, 0))
+            if isinstance(raw, _native.RawBatch):
+                # The engine's batch: the packer takes the token slot out
+                # natively, with no Python object per document.
+                packer.feed_batch(self.fed, position - self.fed, raw, self.spec.slot, groups, key, skip)
+            else:  # executed elsewhere (numpy arrays)
+                docs = raw.take_slots().get(self.spec.slot, [])
+                if not isinstance(docs, list):  # one document per row, stacked: rows of equal length
+                    docs = list(docs)
+                packer.feed(self.fed, position - self.fed, docs, groups, key, skip)
             self.fed = position
         out = packer.next_batch()
         assert out is not None, "has_batch() said there is one"
