@@ -57,8 +57,12 @@ pub struct OpV2 {
     /// Python hooks of the op, as JSON `{"prepare": "module:function",
     /// "companions": "module:function"}` (either may be absent).
     pub hooks: Str,
-    /// What the op outputs, JSON `{"dtype": "uint8"|null, "ndim": n|null}`:
-    /// the plan checks the op after it against this.
+    /// What the op outputs and, for a transform, what it takes: JSON
+    /// `{"dtype": "uint8"|null, "ndim": n|null, "input": {"dtype": ...,
+    /// "ndim": ...}}` ("input" absent: any tensor). The plan checks each
+    /// op against the declared output of the op before it, and the engine
+    /// holds every call to both (a tensor the op does not take never
+    /// reaches it; an output other than declared fails the row).
     pub output: Str,
     pub ctx: *mut c_void,
     /// Parses `params` (a JSON object, already checked by the core against
@@ -181,6 +185,12 @@ pub trait Op: Send + Sync + 'static {
     const OUTPUT_DTYPE: &'static str = "";
     /// The rank of every output, or -1 when it varies.
     const OUTPUT_NDIM: i32 = -1;
+    /// A transform's input dtype (`"float32"`), or "" for any: another
+    /// is refused at plan time when the op before declares it, else by
+    /// the engine before `run` (the row error names what it got).
+    const INPUT_DTYPE: &'static str = "";
+    /// A transform's input rank, or -1 for any (checked as `INPUT_DTYPE`).
+    const INPUT_NDIM: i32 = -1;
     /// The parameters: a struct deserialized from the plan's JSON once per plan.
     type Params: DeserializeOwned + schemars::JsonSchema + Send + Sync + 'static;
 
@@ -231,10 +241,16 @@ pub fn export_op_v2<T: Op>(op: T) -> *mut OpV2 {
             hooks.insert(k.into(), v.into());
         }
     }
-    let output = json!({
+    let mut output = json!({
         "dtype": (!T::OUTPUT_DTYPE.is_empty()).then_some(T::OUTPUT_DTYPE),
         "ndim": (T::OUTPUT_NDIM >= 0).then_some(T::OUTPUT_NDIM),
     });
+    if !T::INPUT_DTYPE.is_empty() || T::INPUT_NDIM >= 0 {
+        output["input"] = json!({
+            "dtype": (!T::INPUT_DTYPE.is_empty()).then_some(T::INPUT_DTYPE),
+            "ndim": (T::INPUT_NDIM >= 0).then_some(T::INPUT_NDIM),
+        });
+    }
     let e = Box::new(Exported {
         op,
         name: T::NAME.into(),
@@ -435,6 +451,37 @@ mod tests {
         assert_eq!(e.message, "op invert: unknown parameter radius=");
         let p = parse_params::<P>("decode_x", r#"{"mode": "exact"}"#).unwrap();
         assert_eq!((p.max_points, p.mode), (1024, Mode::Exact));
+    }
+
+    struct Takes<const IN: bool>;
+    impl<const IN: bool> Op for Takes<IN> {
+        const NAME: &'static str = "center";
+        const DOC: &'static str = "Centers points.";
+        const KIND: u32 = crate::ops::kind::TRANSFORM;
+        const OUTPUT_DTYPE: &'static str = "float32";
+        const INPUT_DTYPE: &'static str = if IN { "float32" } else { "" };
+        const INPUT_NDIM: i32 = if IN { 2 } else { -1 };
+        type Params = NoParams;
+        fn run(&self, _: &NoParams, _: &crate::ops::Call<'_>, _: &mut Output<'_>) -> Result<(), AbiError> {
+            Ok(())
+        }
+    }
+
+    fn declared_output<T: Op>(op: T) -> Json {
+        let table = export_op_v2(op);
+        // SAFETY: a table just exported, released once below.
+        let text = unsafe { (*table).output.as_str() }.to_string();
+        // SAFETY: as above; the core's release, called once.
+        unsafe { ((*table).release)((*table).ctx, table) };
+        serde_json::from_str(&text).unwrap()
+    }
+
+    #[test]
+    fn the_declared_input_travels_with_the_output_only_when_declared() {
+        let with = declared_output(Takes::<true>);
+        assert_eq!(with, json!({"dtype": "float32", "ndim": null, "input": {"dtype": "float32", "ndim": 2}}));
+        let without = declared_output(Takes::<false>);
+        assert_eq!(without, json!({"dtype": "float32", "ndim": null}), "no \"input\": any tensor");
     }
 
     #[test]

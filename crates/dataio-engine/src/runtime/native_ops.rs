@@ -28,6 +28,38 @@ pub struct NativeOp {
     name: String,
     kind: u32,
     flags: u32,
+    /// What a version 2 op declares it takes (a transform) and outputs:
+    /// every call is held to both.
+    takes: Declared,
+    gives: Declared,
+}
+
+/// A dtype and rank an op declares (`None`: any).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Declared {
+    pub dtype: Option<String>,
+    pub ndim: Option<usize>,
+}
+
+impl Declared {
+    /// From `{"dtype": "uint8"|null, "ndim": n|null}` (anything else: any).
+    fn from_json(v: Option<&Json>) -> Declared {
+        let Some(v) = v else { return Declared::default() };
+        Declared {
+            dtype: v.get("dtype").and_then(Json::as_str).map(str::to_string),
+            ndim: v.get("ndim").and_then(Json::as_u64).map(|n| n as usize),
+        }
+    }
+
+    fn admits(&self, t: &Tensor) -> bool {
+        self.dtype.as_deref().is_none_or(|d| d == t.dtype.name()) && self.ndim.is_none_or(|n| n == t.shape.len())
+    }
+
+    /// "float32 with 2 dimensions", as the plan's check words it.
+    fn words(&self) -> String {
+        let ndim = self.ndim.map(|n| n.to_string()).unwrap_or_else(|| "any number of".into());
+        format!("{} with {ndim} dimensions", self.dtype.as_deref().unwrap_or("any dtype"))
+    }
 }
 
 /// The table of an op, by ABI version.
@@ -249,7 +281,15 @@ pub unsafe fn register(name: &str, expect_decode: bool, table: *mut OpV1) -> Res
     }
     // SAFETY: checked readable above.
     let op_flags = unsafe { (*table).flags };
-    ops.insert(name.to_string(), Arc::new(NativeOp { table: Table::V1(table), name: own, kind: k, flags: op_flags }));
+    let op = NativeOp {
+        table: Table::V1(table),
+        name: own,
+        kind: k,
+        flags: op_flags,
+        takes: Declared::default(),
+        gives: Declared::default(),
+    };
+    ops.insert(name.to_string(), Arc::new(op));
     Ok(())
 }
 
@@ -293,10 +333,16 @@ pub unsafe fn register_v2(name: &str, table: *mut OpV2) -> Result<()> {
             return Ok(());
         }
     }
-    ops.insert(
-        name.to_string(),
-        Arc::new(NativeOp { table: Table::V2(table), name: d.name, kind: d.kind, flags: d.flags }),
-    );
+    let output: Json = serde_json::from_str(&d.output).unwrap_or(Json::Null);
+    let op = NativeOp {
+        table: Table::V2(table),
+        name: d.name,
+        kind: d.kind,
+        flags: d.flags,
+        takes: Declared::from_json(output.get("input")),
+        gives: Declared::from_json(Some(&output)),
+    };
+    ops.insert(name.to_string(), Arc::new(op));
     Ok(())
 }
 
@@ -434,6 +480,16 @@ impl NativeOp {
         self.kind == kind::DECODE
     }
 
+    /// What the op declares it takes (a transform's input).
+    pub fn takes(&self) -> &Declared {
+        &self.takes
+    }
+
+    /// What the op declares every output is.
+    pub fn gives(&self) -> &Declared {
+        &self.gives
+    }
+
     /// Whether this decoder reads its input by range (the loader then hands
     /// it a URI's object unread; see [`NativeOp::decode_ranged`]).
     pub fn reads_ranges(&self) -> bool {
@@ -472,8 +528,18 @@ impl Prepared {
         self.call(data.unwrap_or(&[]), no_tensor(), Some(source), key, uri)
     }
 
-    /// Transforms `input` into a new tensor.
+    /// Transforms `input` into a new tensor; an input other than the op
+    /// declares it takes is refused before the op sees it.
     pub fn transform(&self, input: &Tensor, key: CallKey, uri: &str) -> Result<Tensor> {
+        if !self.op.takes.admits(input) {
+            return Err(Error::invalid(format!(
+                "{} takes {}, got {} {:?}",
+                self.op.name,
+                self.op.takes.words(),
+                input.dtype.name(),
+                input.shape
+            )));
+        }
         let shape: Vec<u64> = input.shape.iter().map(|&d| d as u64).collect();
         let bytes = input.bytes();
         let t = TensorV1 {
@@ -534,7 +600,14 @@ impl Prepared {
             }
         };
         match (code, st.tensor, st.failure) {
-            (status::OK, Some(t), None) => Ok(t),
+            (status::OK, Some(t), None) if self.op.gives.admits(&t) => Ok(t),
+            (status::OK, Some(t), None) => Err(Error::invalid(format!(
+                "{} returned {} {:?}, but it declares {} (a bug of the op's plugin)",
+                self.op.name,
+                t.dtype.name(),
+                t.shape,
+                self.op.gives.words()
+            ))),
             (status::OK, None, None) => Err(Error::decode(&self.op.name, "the plugin op returned no output")),
             (_, _, failure) => {
                 // A failed read of the input is the store's error (typed, with its URI).
@@ -544,7 +617,9 @@ impl Prepared {
                 let (c, msg) = failure.unwrap_or((code, format!("status {code} without a message")));
                 let c = if code != status::OK { code } else { c };
                 Err(match c {
-                    status::INVALID_ARGUMENT => Error::invalid(format!("op {}: {msg}", self.op.name)),
+                    // One prefix for a refusal and a decode failure: "<op>: ...".
+                    status::INVALID_ARGUMENT if msg.starts_with(&self.op.name) => Error::invalid(msg),
+                    status::INVALID_ARGUMENT => Error::invalid(format!("{}: {msg}", self.op.name)),
                     _ => Error::decode(&self.op.name, msg),
                 })
             }
@@ -678,6 +753,61 @@ mod tests {
             }
             Ok(())
         }
+    }
+
+    static DECLARED_RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+    /// Takes and gives uint8 [H, W]; returns a flat [H * W] when the first
+    /// value is 99 (an op that breaks its own declaration).
+    struct Declares;
+    impl dataio_abi::ops::Op for Declares {
+        const NAME: &'static str = "test_declares";
+        const DOC: &'static str = "Copies a uint8 matrix.";
+        const KIND: u32 = kind::TRANSFORM;
+        const OUTPUT_DTYPE: &'static str = "uint8";
+        const OUTPUT_NDIM: i32 = 2;
+        const INPUT_DTYPE: &'static str = "uint8";
+        const INPUT_NDIM: i32 = 2;
+        type Params = dataio_abi::ops::NoParams;
+        fn run(&self, _: &Self::Params, call: &Call<'_>, out: &mut Output<'_>) -> std::result::Result<(), AbiError> {
+            DECLARED_RUNS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let t = call.input.as_ref().ok_or_else(|| AbiError::new(status::INVALID_ARGUMENT, "no input"))?;
+            let flat = [t.data.len() as u64];
+            let shape: &[u64] = if t.data.first() == Some(&99) { &flat } else { &t.shape };
+            out.alloc("uint8", shape)?.copy_from_slice(t.data);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_call_is_held_to_what_the_op_declares_it_takes_and_gives() {
+        // SAFETY: a fresh table, handed over once.
+        unsafe { register_v2("test_declares", dataio_abi::ops::export_op_v2(Declares)) }.unwrap();
+        let op = get("test_declares").unwrap();
+        let words = |d: &Declared| d.words();
+        assert_eq!(
+            (words(op.takes()), words(op.gives())),
+            ("uint8 with 2 dimensions".into(), "uint8 with 2 dimensions".into())
+        );
+        let p = op.prepare(&Map::new()).unwrap();
+        let runs = || DECLARED_RUNS.load(std::sync::atomic::Ordering::SeqCst);
+        let before = runs();
+        assert_eq!(p.transform(&Tensor::from_vec_u8(vec![2, 2], &[1, 2, 3, 4]), key(0), "").unwrap().shape, [2, 2]);
+        for (t, got) in [
+            (Tensor::from_bytes(DType::F32, vec![2, 2], &[0; 16]).unwrap(), "float32 [2, 2]"),
+            (Tensor::from_vec_u8(vec![1, 2, 2], &[1, 2, 3, 4]), "uint8 [1, 2, 2]"),
+        ] {
+            let e = p.transform(&t, key(0), "").unwrap_err();
+            assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+            assert_eq!(e.to_string(), format!("test_declares takes uint8 with 2 dimensions, got {got}"));
+        }
+        assert_eq!(runs() - before, 1, "a refused input reached the op");
+        let e = p.transform(&Tensor::from_vec_u8(vec![2, 2], &[99, 2, 3, 4]), key(0), "").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "test_declares returned uint8 [4], but it declares uint8 with 2 dimensions (a bug of the op's plugin)"
+        );
+        assert!(unregister("test_declares"));
     }
 
     #[test]
