@@ -159,11 +159,35 @@ def test_bad_bytes_are_a_row_error_naming_the_op_record_and_slot_and_skip_goes_o
     assert sorted(keys) == sorted(r["key"] for i, r in enumerate(bad) if i not in (2, 5)) and failed == 2
 
 
-def test_a_transform_refusing_its_input_is_named() -> None:
-    pipe = dataio.pipeline(dataio.slot("img").decode_pgm().cast("float32").native_invert(), dataio.batch(4))
+def test_an_input_the_op_does_not_declare_is_refused_where_the_pipeline_is_built() -> None:
+    # native_invert declares INPUT_DTYPE "uint8"; cast says what it outputs.
+    with pytest.raises(PlanError, match=r'slot "img", op native_invert: takes uint8 with any number of dimensions, '
+                                        r"but cast before it gives float32 with 3 dimensions"):
+        dataio.pipeline(dataio.slot("img").decode_pgm().cast("float32").native_invert(), dataio.batch(4))
+    dataio.pipeline(dataio.slot("img").decode_pgm().cast("uint8").native_invert(), dataio.batch(4))
+    listed = subprocess.run([sys.executable, "-m", "dataio", "ops", "native_invert"], capture_output=True, text=True)
+    assert "takes uint8 with any number of dimensions; gives uint8" in listed.stdout, listed.stdout
+
+
+def test_an_input_the_op_does_not_take_fails_the_row_before_the_op_runs() -> None:
+    # decode_npy's output varies, so only the engine can hold the call to the declaration.
+    records = [{"key": f"n{i}", "img": npy(np.full((2, 3), i, np.uint8 if i != 2 else np.float32))} for i in range(4)]
+    pipe = dataio.pipeline(dataio.slot("img").decode_npy().native_invert(), dataio.batch(4))
     with pytest.raises(RowError) as e:
-        rows(pipe, RECORDS[:4])
-    assert e.value.op == "native_invert" and "needs a uint8 tensor" in str(e.value), e.value
+        rows(pipe, records)
+    assert e.value.op == "native_invert" and e.value.key == "n2", e.value
+    assert "native_invert takes uint8 with any number of dimensions, got float32 [2, 3]" in str(e.value), e.value
+    with pipe.bind(records).run("numpy", on_failure="skip") as loader:
+        got = {k: np.asarray(x) for b in loader for k, x in zip(b.keys, b["img"])}
+    assert sorted(got) == ["n0", "n1", "n3"] and (got["n3"] == 252).all()
+
+
+def npy(a: np.ndarray) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    np.save(buf, a)
+    return buf.getvalue()
 
 
 def test_parameters_are_checked_when_the_pipeline_is_written() -> None:

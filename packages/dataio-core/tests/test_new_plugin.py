@@ -86,6 +86,7 @@ def test_a_native_plugin_written_outside_the_repo_builds_installs_and_conforms(
     listed = subprocess.run([sys.executable, "-m", "dataio", "ops", "decode_pcdgen", "pcdgen_center"],
                             capture_output=True, text=True, check=True).stdout
     assert "width: int, default 3 — Values per record." in listed, listed
+    assert "takes float32 with 2 dimensions; gives float32 with 2 dimensions" in listed, listed
 
     # Its sdist is portable: every path relative, the vendored crate inside.
     dist = pkg / "sdist"

@@ -45,8 +45,10 @@ def plugin_ops() -> Iterator[None]:
     register("invert", invert, kind="transform", params={"amount": int, "label": (str, type(None))}, description="255 - x")
     register("flaky", flaky, kind="transform")
     register("loose", lambda arr, **kw: arr, kind="transform")
+    register("rgb_only", lambda arr: arr[..., ::-1].copy(), kind="transform", takes={"dtype": "uint8", "ndim": 3},
+             output={"dtype": "uint8", "ndim": 3})
     yield
-    for name in ("invert", "flaky", "loose"):
+    for name in ("invert", "flaky", "loose", "rgb_only"):
         host._ops.pop(name, None)
 
 
@@ -323,3 +325,19 @@ def test_an_image_op_after_a_decoder_of_points_names_itself_and_what_it_got(plug
         assert "got float32 [5, 3] from the op before it" in str(info.value), str(info.value)
     finally:
         host._ops.pop("decode_points", None)
+
+
+def test_a_python_op_declares_what_it_takes(plugin_ops: None, images: list[dict[str, Any]]) -> None:
+    with pytest.raises(PlanError, match=r"op rgb_only: takes uint8 with 3 dimensions, but normalize before it gives float32"):
+        dataio.pipeline(base().normalize().rgb_only(), dataio.batch(2))
+    got = batches(dataio.pipeline(base().rgb_only(), dataio.batch(2)), images)
+    np.testing.assert_array_equal(got, batches(dataio.pipeline(base(), dataio.batch(2)), images)[..., ::-1])
+    # An input not known where the pipeline is built is held to it before the op runs:
+    pipe = dataio.pipeline(dataio.slot("image").decode_bytes().rgb_only(), dataio.batch(2))
+    with pytest.raises(RowError, match=r"rgb_only takes uint8 with 3 dimensions, got uint8 \[\d+\]") as e:
+        batches(pipe, images)
+    assert e.value.op == "rgb_only"
+    with pytest.raises(PluginError, match="takes= is for a transform"):
+        host._op_registrar("invertplug")("decode_x", lambda b: b, kind="decode", takes={"dtype": "uint8"})
+    with pytest.raises(PluginError, match="output= is"):
+        host._op_registrar("invertplug")("bad_out", lambda a: a, kind="transform", output={"shape": [3]})

@@ -117,6 +117,7 @@ def _ops(args: argparse.Namespace) -> int:
     """Every op a pipeline can name (the core's and the installed plugins'),
     each with its parameters: type, default and help, as the op declares them."""
     from ._ops import Param
+    from ._plugins import tensor_words
     from .plugins import list_ops
 
     ops = list_ops()
@@ -131,6 +132,9 @@ def _ops(args: argparse.Namespace) -> int:
         print(f"{name}  [{spec.kind}, {where}, {'native' if spec.native else 'python'}]")
         if spec.description:
             print(f"    {spec.description}")
+        shapes = [f"{what} {tensor_words(d)}" for what, d in (("takes", spec.takes), ("gives", spec.output)) if d]
+        if shapes:
+            print(f"    {'; '.join(shapes)}")
         for key, p in spec.params.items():
             if isinstance(p, Param):
                 types = " | ".join(repr(c) for c in p.choices) if p.choices else " | ".join(t.__name__ for t in p.types)

@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from ._plugins import host
-from .errors import PlanError
+from ._plugins import host, tensor_words
+from .errors import InvalidArgumentError, PlanError
 
 
 def _array(payload: tuple[str, list[int], bytes]) -> np.ndarray:
@@ -28,5 +28,18 @@ def call_plugin_op(kind: str, name: str, payload: Any, params_json: str) -> tupl
         raise PlanError(f"op {name!r} has no Python implementation")
     params = json.loads(params_json) if params_json else {}
     if kind == "decode":
-        return _triple(spec.fn(bytes(payload), **params))
-    return _triple(spec.fn(_array(payload), **params))
+        out = _triple(spec.fn(bytes(payload), **params))
+    else:
+        if not _fits(spec.takes, payload):
+            raise InvalidArgumentError(f"{name} takes {tensor_words(spec.takes)}, got {payload[0]} {list(payload[1])}")
+        out = _triple(spec.fn(_array(payload), **params))
+    if not _fits(spec.output, out):
+        raise InvalidArgumentError(
+            f"{name} returned {out[0]} {out[1]}, but it declares {tensor_words(spec.output)} (a bug of the op's plugin)"
+        )
+    return out
+
+
+def _fits(declared: Any, payload: tuple[str, list[int], bytes]) -> bool:
+    """Whether a (dtype, shape, bytes) triple is what ``declared`` says."""
+    return declared.get("dtype") in (None, payload[0]) and declared.get("ndim") in (None, len(payload[1]))

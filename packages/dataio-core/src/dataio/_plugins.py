@@ -152,6 +152,13 @@ def _is_capsule(obj: object) -> bool:
     return type(obj).__name__ == "PyCapsule"
 
 
+def tensor_words(declared: Mapping[str, Any]) -> str:
+    """A declared output or input (``{"dtype": "float32", "ndim": 2}``) in
+    words: "float32 with 2 dimensions" (the engine says it the same way)."""
+    dtype, ndim = declared.get("dtype"), declared.get("ndim")
+    return f"{dtype or 'any dtype'} with {ndim if ndim is not None else 'any number of'} dimensions"
+
+
 @dataclasses.dataclass(frozen=True)
 class OpSpec:
     name: str
@@ -176,6 +183,9 @@ class OpSpec:
     #: What every output is, where the op declares it: ``{"dtype": "float32"
     #: or None, "ndim": 2 or None}`` (a version 2 native op's declaration).
     output: Mapping[str, Any] = dataclasses.field(default_factory=dict, compare=False, repr=False)
+    #: What a transform takes, where it declares it: ``{"dtype": "float32" or
+    #: None, "ndim": 2 or None}`` (empty: any tensor).
+    takes: Mapping[str, Any] = dataclasses.field(default_factory=dict, compare=False, repr=False)
 
     @property
     def native(self) -> bool:
@@ -507,6 +517,7 @@ class PluginHost:
             companions: Callable[..., Any] | None = None,
             prepare: Callable[..., Any] | None = None,
             output: Mapping[str, Any] | None = None,
+            takes: Mapping[str, Any] | None = None,
         ) -> None:
             if kind not in ("decode", "transform"):
                 raise PluginError(f"plugin {plugin!r}: op {name!r} has kind {kind!r}; use 'decode' or 'transform'")
@@ -534,8 +545,18 @@ class PluginHost:
                 raise PluginError(f"plugin {plugin!r}: op {name!r}: companions= is a callable, for a decoder")
             if prepare is not None and not callable(prepare):
                 raise PluginError(f"plugin {plugin!r}: op {name!r}: prepare= is a callable taking and returning the parameters")
+            for what, declared in (("output", output), ("takes", takes)):
+                bad = set(declared or {}) - {"dtype", "ndim"}
+                if bad or not isinstance((declared or {}).get("ndim") or 0, int):
+                    raise PluginError(
+                        f"plugin {plugin!r}: op {name!r}: {what}= is {{'dtype': str or None, 'ndim': int or None}}, "
+                        f"got {declared!r}"
+                    )
+            if takes and kind != "transform":
+                raise PluginError(f"plugin {plugin!r}: op {name!r}: takes= is for a transform (a decoder takes bytes)")
             spec = OpSpec(
-                name, plugin, kind, dict(params or {}), fn, description, capsule, companions, prepare, dict(output or {})
+                name, plugin, kind, dict(params or {}), fn, description, capsule, companions, prepare,
+                dict(output or {}), dict(takes or {}),
             )
             self._claim(self._ops, "op", name, spec)
             if capsule is not None and not self._collecting:

@@ -134,6 +134,7 @@ class OpRegistrar(Protocol):
         | None = None,
         prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
         output: Mapping[str, Any] | None = None,
+        takes: Mapping[str, Any] | None = None,
     ) -> None:
         """Declare a pipeline op named ``name``.
 
@@ -153,7 +154,12 @@ class OpRegistrar(Protocol):
         turn a Python object the op accepts into its JSON form (dataio-text
         writes a ``tokenizers.Tokenizer`` to a file and passes its path). It
         may raise :class:`dataio.errors.PlanError`; it must accept what it
-        returned (the parameters may be prepared again).
+        returned (the parameters may be prepared again). ``output`` and
+        ``takes`` say what every output is and what a transform takes, as
+        ``{"dtype": "float32", "ndim": 2}`` (either key None or absent:
+        any): an op whose input does not fit the declared output of the op
+        before it is refused where the pipeline is built, and a tensor it
+        does not take fails the row, naming what it got, before it is called.
         """
 
 

@@ -353,13 +353,14 @@ impl Op for Center {
     const KIND: u32 = kind::TRANSFORM;
     const OUTPUT_DTYPE: &'static str = "float32";
     const OUTPUT_NDIM: i32 = 2;
+    const INPUT_DTYPE: &'static str = "float32"; // dataio refuses any other input before run
+    const INPUT_NDIM: i32 = 2;
     type Params = NoParams;
 
     fn run(&self, _: &NoParams, call: &Call<'_>, out: &mut Output<'_>) -> Result<(), AbiError> {
         let t = call.input.as_ref().ok_or_else(|| AbiError::new(status::INVALID_ARGUMENT, "no input tensor"))?;
-        if t.dtype != "float32" || t.shape.len() != 2 || t.shape[0] == 0 {
-            let msg = format!("needs a float32 [N, W] array with N > 0, got {} {:?}", t.dtype, t.shape);
-            return Err(AbiError::new(status::INVALID_ARGUMENT, msg));
+        if t.shape[0] == 0 {
+            return Err(AbiError::new(status::INVALID_ARGUMENT, "needs at least one row"));
         }
         let w = t.shape[1] as usize;
         let vals: Vec<f32> = t.data.chunks_exact(4).map(|b| f32::from_ne_bytes([b[0], b[1], b[2], b[3]])).collect();
@@ -414,22 +415,26 @@ def decode(data: bytes, width: int = 3, max_items: int = 1 << 24) -> np.ndarray:
 
 
 def center(a: np.ndarray) -> np.ndarray:
-    if a.dtype != np.float32 or a.ndim != 2 or not len(a):
-        raise InvalidArgumentError(f"needs a float32 [N, W] array with N > 0, got {a.dtype} {list(a.shape)}")
+    if not len(a):
+        raise InvalidArgumentError("needs at least one row")
     return (a - a.mean(axis=0, dtype=np.float64)).astype(np.float32)
 
 
 @dataio.hookimpl
 def dataio_register_ops(register: Any) -> None:
     register("decode_{name}", decode, kind="decode", params={"width": int, "max_items": int},
-             description="Little-endian float32 records of width values to float32 [N, width].")
+             description="Little-endian float32 records of width values to float32 [N, width].",
+             output={"dtype": "float32", "ndim": 2})
     register("{name}_center", center, kind="transform",
-             description="Subtracts each column's mean from a float32 [N, W] array.")
+             description="Subtracts each column's mean from a float32 [N, W] array.",
+             takes={"dtype": "float32", "ndim": 2}, output={"dtype": "float32", "ndim": 2})
 '''
 
 TESTS = '''"""dataio's conformance suites on each op, and one pipeline end to end."""
 
 from __future__ import annotations
+
+import io
 
 import numpy as np
 import pytest
@@ -479,4 +484,23 @@ def test_a_pipeline_decodes_and_centers() -> None:
         np.testing.assert_allclose(got[f"r{i}"], a - a.mean(axis=0), rtol=1e-5, atol=1e-6)
     with pytest.raises(dataio.errors.PlanError, match="radius"):
         dataio.slot("x").decode_{name}().{name}_center(radius=2)
+
+
+def test_an_input_the_op_does_not_take_is_refused() -> None:
+    # Where the op before declares its output, when the pipeline is built:
+    with pytest.raises(dataio.errors.PlanError, match="{name}_center: takes float32 with 2 dimensions, but decode_image"):
+        dataio.pipeline(dataio.slot("x").decode_image().{name}_center(), dataio.batch(1))
+    # Else before the op runs, naming what came (decode_npy's output varies):
+    records = [{"key": "r0", "x": npy(np.zeros((2, 3, 4), np.float32))}]
+    pipe = dataio.pipeline(dataio.slot("x", stack="never").decode_npy().{name}_center(), dataio.batch(1))
+    with pytest.raises(dataio.errors.RowError, match=r"{name}_center takes float32 with 2 dimensions, got float32 \\[2, 3, 4\\]") as e:
+        with pipe.bind(records).run("numpy") as loader:
+            list(loader)
+    assert e.value.op == "{name}_center"
+
+
+def npy(a: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.save(buf, a)
+    return buf.getvalue()
 '''

@@ -26,7 +26,7 @@ from . import _native
 from . import transforms as T
 from ._ops import BUILTIN_OPS
 from ._ops_generated import SlotOps
-from ._plugins import BUILTIN, host
+from ._plugins import BUILTIN, host, tensor_words
 from .cond import Pred
 from .contract import COLLATE_KEY, EpochJob
 from .errors import PlanError
@@ -646,10 +646,13 @@ def _defaults_taken(ops: Iterable[Op | _Branch]) -> list[str]:
 
 def _check_plugin_ops(s: Slot) -> None:
     """Plugin ops built as ``Op(name, params)`` skipped the checks of
-    ``transforms.op``: check them here, where the pipeline is built."""
+    ``transforms.op``: check them here, where the pipeline is built. And
+    each op against what the op before it declares it outputs: an image op
+    after a plugin op that gives no image, a plugin transform after an op
+    that gives another tensor than it declares it takes."""
 
     def walk(ops: Iterable[Op | _Branch]) -> None:
-        before: tuple[str, Mapping[str, Any]] | None = None  # a plugin op and its declared output
+        before: tuple[str, Mapping[str, Any]] | None = None  # the op before and its declared output
         for o in ops:
             if isinstance(o, _Branch):
                 walk(o.then_ops)
@@ -661,11 +664,14 @@ def _check_plugin_ops(s: Slot) -> None:
                     T.check_plugin_params(spec, o.params)
                 except PlanError as e:
                     raise PlanError(f"slot \"{s.name}\", {e}") from None
+                if before is not None and spec.takes:
+                    _check_declared_input(s.name, o.name, spec.takes, *before)
                 before = (o.name, spec.output) if spec.output else None
             else:
-                if before is not None and o.name in IMAGE_OPS:
+                if before is not None and o.name in IMAGE_OPS and before[0] not in BUILTIN_OPS:
                     _check_image_input(s.name, o.name, *before)
-                before = None
+                output = _builtin_output(o, before[1] if before else {})
+                before = (o.name, output) if output else None
 
     walk(s.ops)
 
@@ -676,16 +682,49 @@ IMAGE_OPS = frozenset({
     "hflip", "vflip", "normalize", "to_chw", "encode_image",
 })
 
+#: Built-in image ops whose output keeps the uint8 image's rank (3, or 4 for a clip).
+_GEOMETRY_OPS = IMAGE_OPS - {"normalize", "to_chw", "encode_image"}
+
+
+def _builtin_output(o: Op, before: Mapping[str, Any]) -> dict[str, Any]:
+    """What a built-in op is known to output, as a plugin declares it
+    (``{}``: not known here, and nothing after it is checked)."""
+    ndim = before.get("ndim")
+    if o.name == "decode_image":
+        return {"dtype": "uint8", "ndim": 3}
+    if o.name in _GEOMETRY_OPS:
+        return {"dtype": "uint8", "ndim": ndim}
+    if o.name == "normalize":
+        return {"dtype": "float32", "ndim": 4 if o.params.get("layout") == "CTHW" else ndim}
+    if o.name == "to_chw":
+        return {"dtype": before.get("dtype"), "ndim": ndim}
+    if o.name == "cast" and isinstance(o.params.get("dtype"), str):
+        return {"dtype": o.params["dtype"], "ndim": ndim}
+    return {}
+
 
 def _check_image_input(slot: str, op: str, plugin_op: str, output: Mapping[str, Any]) -> None:
     """An image op after a plugin op that declares an output it cannot take
     (a float32 [N, 3] point cloud) is refused where the pipeline is built."""
     dtype, ndim = output.get("dtype"), output.get("ndim")
     if (dtype is not None and dtype != "uint8") or (ndim is not None and ndim not in (3, 4)):
-        got = f"{dtype or 'any dtype'} with {ndim if ndim is not None else 'any number of'} dimensions"
         raise PlanError(
             f"slot \"{slot}\", op {op}: needs a uint8 image [H, W, C] (or a clip [T, H, W, C]), but {plugin_op} "
-            f"before it declares {got}; cast or convert first"
+            f"before it declares {tensor_words(output)}; cast or convert first"
+        )
+
+
+def _check_declared_input(slot: str, op: str, takes: Mapping[str, Any], op_before: str, gives: Mapping[str, Any]) -> None:
+    """A plugin transform that declares what it takes, after an op whose
+    output is known not to be that, is refused where the pipeline is built."""
+    clash = [
+        key for key in ("dtype", "ndim")
+        if takes.get(key) is not None and gives.get(key) is not None and takes[key] != gives[key]
+    ]
+    if clash:
+        raise PlanError(
+            f"slot \"{slot}\", op {op}: takes {tensor_words(takes)}, but {op_before} before it gives "
+            f"{tensor_words(gives)}; cast or convert first"
         )
 
 

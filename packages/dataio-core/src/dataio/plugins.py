@@ -417,7 +417,8 @@ class NativeOpsPlugin:
             register(d["name"], d["capsule"], kind=d["kind"], params=params, description=d["doc"],
                      prepare=_python_hook(d["hooks"].get("prepare"), d["name"]),
                      companions=_python_hook(d["hooks"].get("companions"), d["name"]),
-                     output=d["output"])
+                     output={k: v for k, v in d["output"].items() if k != "input"},
+                     takes=d["output"].get("input"))
 
     def __repr__(self) -> str:
         return f"<dataio.plugins.NativeOpsPlugin {self.package} ({self._native_module})>"

@@ -43,7 +43,9 @@ class OpConformance:
     transform: arrays of other dtypes, sizes and ranks) either works or is a
     ``RowError`` naming the op and the record, never another exception, a
     crash or a hang; and
-    ``on_failure="skip"`` delivers every other record; a parameter of the
+    ``on_failure="skip"`` delivers every other record; every output is what
+    the op declares (``output``), and an input a transform does not declare
+    it takes (``takes``) is a ``RowError`` naming it; a parameter of the
     wrong type or an unknown one is refused when the pipeline is written.
 
     A transform's samples reach it through ``decode_npy`` (each array saved
@@ -134,6 +136,27 @@ class OpConformance:
             assert self.op not in calls, f"the native op {self.op!r} went through Python"
         else:
             assert self.op in calls, f"the Python op {self.op!r} never ran through its function"
+
+    def test_every_call_is_held_to_what_the_op_declares(self, samples: Sequence[Any]) -> None:
+        from dataio.errors import RowError
+        from dataio.plugins import list_ops
+
+        spec = list_ops()[self.op]
+        dtype, ndim = spec.output.get("dtype"), spec.output.get("ndim")
+        for key, a in self._rows(self._pipeline(), self._records(samples)).items():
+            assert dtype in (None, a.dtype.name) and ndim in (None, a.ndim), (
+                f"{key}: {self.op} returned {a.dtype} {list(a.shape)}, it declares {dict(spec.output)}"
+            )
+        if self.kind == "transform" and spec.takes:
+            # An input it does not declare never reaches it: a row error naming the op.
+            a = np.asarray(samples[0])
+            if spec.takes.get("dtype") is not None:
+                odd = a.astype(np.float64 if spec.takes["dtype"] != "float64" else np.float32)
+            else:
+                odd = a.reshape(1, *a.shape)
+            with pytest.raises(RowError, match=f"{self.op} takes ") as e:
+                self._rows(self._pipeline(batch=1), [{"key": "odd", "x": _npy(odd)}])
+            assert e.value.op == self.op, e.value
 
     def test_outputs_depend_only_on_seed_epoch_and_record(self, samples: Sequence[Any]) -> None:
         pipe, records = self._pipeline(), self._records(samples)
