@@ -268,9 +268,11 @@ pub fn live_buffers() -> (u64, u64) {
     dataio_engine::base::tensor::live()
 }
 
-/// Frees the engine's pooled buffers and trims the allocator; returns the
-/// pool's bytes freed (`dataio.release_memory`).
+/// Lets go of the Python objects the workers released since the last
+/// batch, frees the engine's pooled buffers and trims the allocator; returns
+/// the pool's bytes freed (`dataio.release_memory`).
 #[pyfunction]
 pub fn release_memory(py: Python<'_>) -> usize {
+    crate::handles::drain(py);
     py.detach(dataio_engine::base::tensor::release_memory)
 }

@@ -8,6 +8,7 @@ mod delivery;
 mod dlpack;
 mod errors;
 mod formats;
+mod handles;
 mod io;
 mod kit;
 mod loader;

@@ -3,6 +3,7 @@
 
 use crate::dlpack::PyTensor;
 use crate::errors::{to_pyerr, IntoPy};
+use crate::handles::PyHandle;
 use crate::shards::PyShardSet;
 use crate::source::{PyOps, PyPlannedSource, PySource};
 use dataio_engine::order::{Hosts, Rank};
@@ -106,7 +107,7 @@ impl RawBatch {
         let Some(b) = &self.inner else { return vec![] };
         b.contexts
             .iter()
-            .map(|c| match c.as_ref().and_then(|c| c.downcast_ref::<Py<PyAny>>()) {
+            .map(|c| match c.as_ref().and_then(|c| c.downcast_ref::<PyHandle>()) {
                 Some(o) => o.clone_ref(py),
                 None => py.None(),
             })
@@ -448,6 +449,7 @@ impl NativeLoader {
         if let Some(mut l) = taken {
             py.detach(move || l.close());
         }
+        crate::handles::drain(py);
     }
 
     #[getter]
@@ -557,6 +559,7 @@ impl BatchPlanner {
 
     #[allow(clippy::type_complexity)] // the tuple is what Python receives
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<(u64, u64, Vec<u64>, Vec<u64>, Vec<Py<PyAny>>)>> {
+        crate::handles::drain(py); // the records of batches before, let go by the workers
         let next = py.detach(|| self.inner.lock().unwrap().next()).map_py(py)?;
         let Some(b) = next else { return Ok(None) };
         let mut indices = Vec::with_capacity(b.rows.len());
@@ -565,7 +568,7 @@ impl BatchPlanner {
         for r in b.rows {
             indices.push(r.index);
             positions.push(r.position);
-            let raw = r.record.context.as_ref().and_then(|c| c.downcast_ref::<Py<PyAny>>());
+            let raw = r.record.context.as_ref().and_then(|c| c.downcast_ref::<PyHandle>());
             records.push(raw.map(|o| o.clone_ref(py)).unwrap_or_else(|| py.None()));
         }
         Ok(Some((b.seq, b.end_position, indices, positions, records)))

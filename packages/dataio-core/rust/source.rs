@@ -14,17 +14,19 @@ use pyo3::types::{PyByteArray, PyBytes, PyDict, PyMemoryView, PyString};
 use serde_json::{Map, Value as Json};
 use std::sync::Arc;
 
+use crate::handles::PyHandle;
+
 /// Keeps a Python `bytes` alive and lends its memory (immutable, so it can
 /// be read without the GIL).
 struct PyBytesOwner {
-    _obj: Py<PyBytes>,
+    _obj: PyHandle,
     ptr: *const u8,
     len: usize,
 }
 
 // SAFETY: a bytes object's buffer is immutable and lives as long as the
-// object, which we hold; Py<T> may be dropped from any thread (pyo3 defers
-// the decref until it holds the GIL).
+// object, which we hold; a PyHandle may be dropped from any thread (the
+// decref waits for the GIL, fork-safely: handles.rs).
 unsafe impl Send for PyBytesOwner {}
 // SAFETY: as for `Send` above: the buffer is immutable.
 unsafe impl Sync for PyBytesOwner {}
@@ -45,7 +47,7 @@ fn to_value(v: &Bound<'_, PyAny>) -> PyResult<Value> {
     }
     if let Ok(b) = v.cast::<PyBytes>() {
         let data = b.as_bytes();
-        let owner = PyBytesOwner { ptr: data.as_ptr(), len: data.len(), _obj: b.clone().unbind() };
+        let owner = PyBytesOwner { ptr: data.as_ptr(), len: data.len(), _obj: PyHandle::new(b.clone().unbind()) };
         return Ok(Value::Bytes(Bytes::from_owner(owner)));
     }
     if v.is_instance_of::<pyo3::types::PyBool>() {
@@ -198,7 +200,9 @@ impl PySource {
             let _ = e.value(py).call_method1("add_note", (note,));
             from_pyerr(py, e, None)
         };
-        let raw_kept = self.keep_raw.then(|| Arc::new(raw.clone().unbind()) as dataio_engine::runtime::record::Context);
+        let raw_kept = self
+            .keep_raw
+            .then(|| Arc::new(PyHandle::new(raw.clone().unbind())) as dataio_engine::runtime::record::Context);
         let rec = match &self.prepare {
             Some(f) => f.bind(py).call1((raw,)).map_err(|e| user(e, "dataio.map record"))?,
             None => raw,
@@ -224,7 +228,7 @@ impl PySource {
         let context = match &self.context {
             Some(f) => {
                 let c = f.bind(py).call1((dict,)).map_err(|e| user(e, "context="))?;
-                Some(Arc::new(c.unbind()) as dataio_engine::runtime::record::Context)
+                Some(Arc::new(PyHandle::new(c.unbind())) as dataio_engine::runtime::record::Context)
             }
             None => raw_kept,
         };
